@@ -1,0 +1,144 @@
+"""Typed GPU catalog: instance types and GPU models read from catalog.yaml, validated on load.
+
+Every renderer and policy takes its figures from here, so a wrong number is fixed in one data file.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from gpushare.errors import UserError, first_error, key_path
+
+CATALOG_PATH = Path(__file__).with_name("catalog.yaml")
+
+
+class CatalogError(UserError):
+    """The catalog data is inconsistent; the message names the entry and field."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class GpuModel(_Model):
+    """One GPU model. NVML memory is what HAMi registers; the EC2 figure is only what Karpenter labels."""
+
+    name: str = Field(min_length=1)
+    vendor: Literal["nvidia"]
+    architecture: str = Field(min_length=1)
+    product_name: str = Field(alias="productName", min_length=1)
+    karpenter_gpu_name: str = Field(alias="karpenterGpuName", min_length=1)
+    nvml_memory_mib: int = Field(alias="nvmlMemoryMib", gt=0)
+    ec2_memory_mib: int = Field(alias="ec2MemoryMib", gt=0)
+    nvml_source: str = Field(alias="nvmlSource")
+    ec2_source: str = Field(alias="ec2Source")
+
+
+class InstanceType(_Model):
+    """One EC2 instance type with its GPUs and on-demand price."""
+
+    name: str = Field(pattern=r"^[a-z0-9]+\.[a-z0-9]+$")
+    vcpu: int = Field(gt=0)
+    memory_mib: int = Field(alias="memoryMib", gt=0)
+    gpu_model: str | None = Field(alias="gpuModel", default=None)
+    gpu_count: int = Field(alias="gpuCount", ge=0)
+    on_demand_usd_per_hour: float = Field(alias="onDemandUsdPerHour", gt=0)
+    source: str
+
+    @model_validator(mode="after")
+    def _gpu_count_needs_model(self) -> InstanceType:
+        if self.gpu_count > 0 and self.gpu_model is None:
+            raise ValueError(f"gpuCount is {self.gpu_count} but gpuModel is missing")
+        if self.gpu_count == 0 and self.gpu_model is not None:
+            raise ValueError(f"gpuModel is {self.gpu_model!r} but gpuCount is 0")
+        return self
+
+    @property
+    def family(self) -> str:
+        return self.name.split(".", 1)[0]
+
+    @property
+    def size(self) -> str:
+        return self.name.split(".", 1)[1]
+
+
+class PriceSet(_Model):
+    """Where and when the prices were read: prices differ by region and change over time."""
+
+    region: str
+    capacity_type: Literal["on-demand"] = Field(alias="capacityType")
+    date: str = Field(pattern=r"^\d{4}-\d{2}-\d{2}$")
+    source: str
+
+
+class Catalog(_Model):
+    """The whole catalog; lookups by name raise CatalogError rather than KeyError."""
+
+    sources: dict[str, str]
+    prices: PriceSet
+    gpu_models: tuple[GpuModel, ...] = Field(alias="gpuModels")
+    instance_types: tuple[InstanceType, ...] = Field(alias="instanceTypes")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Catalog:
+        _unique("gpuModels", [m.name for m in self.gpu_models])
+        _unique("instanceTypes", [t.name for t in self.instance_types])
+        model_names = {m.name for m in self.gpu_models}
+        cited = [("prices.source", self.prices.source)]
+        for i, model in enumerate(self.gpu_models):
+            cited += [(f"gpuModels[{i}].nvmlSource", model.nvml_source)]
+            cited += [(f"gpuModels[{i}].ec2Source", model.ec2_source)]
+        for i, itype in enumerate(self.instance_types):
+            cited.append((f"instanceTypes[{i}].source", itype.source))
+            if itype.gpu_model is not None and itype.gpu_model not in model_names:
+                raise ValueError(
+                    f"instanceTypes[{i}] ({itype.name}).gpuModel: unknown GPU model {itype.gpu_model!r}; "
+                    f"known: {', '.join(sorted(model_names))}"
+                )
+        for where, source in cited:
+            if source not in self.sources:
+                raise ValueError(f"{where}: unknown source {source!r}; known: {', '.join(sorted(self.sources))}")
+        return self
+
+    def instance_type(self, name: str) -> InstanceType:
+        for itype in self.instance_types:
+            if itype.name == name:
+                return itype
+        raise CatalogError(f"instance type {name!r} is not in the catalog")
+
+    def gpu_model_of(self, itype: InstanceType) -> GpuModel:
+        for model in self.gpu_models:
+            if model.name == itype.gpu_model:
+                return model
+        raise CatalogError(f"instance type {itype.name!r} has no GPU model")
+
+    @property
+    def instance_type_names(self) -> tuple[str, ...]:
+        return tuple(t.name for t in self.instance_types)
+
+
+def _unique(field: str, names: list[str]) -> None:
+    seen: set[str] = set()
+    for i, name in enumerate(names):
+        if name in seen:
+            raise ValueError(f"{field}[{i}].name: duplicate {name!r}")
+        seen.add(name)
+
+
+def parse_catalog(data: object) -> Catalog:
+    """Validate raw catalog data; the error names the entry and field."""
+    try:
+        return Catalog.model_validate(data)
+    except ValidationError as error:
+        raise CatalogError(f"catalog.yaml: {first_error(error, lambda loc: key_path('', loc))}") from None
+
+
+@cache
+def load_catalog(path: Path = CATALOG_PATH) -> Catalog:
+    """The catalog that ships with the project (cached: it is read by config, renderers and policies)."""
+    return parse_catalog(yaml.safe_load(path.read_text()))

@@ -1,0 +1,54 @@
+"""Version facts about the charts and images the stack pins, each with its source.
+
+Used by config validation (refuse a bad combination early) and by the policy pack (refuse it in any plan).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# HAMi chart versions published at https://project-hami.github.io/HAMi/ that this project knows the
+# value keys of (DOMAIN.md section 3, read from Project-HAMi/HAMi charts/hami at each tag).
+HAMI_CHART_VERSIONS: Final = ("2.7.0", "2.7.1", "2.8.0", "2.8.1", "2.8.2", "2.8.3", "2.9.0", "2.10.0")
+
+# Mock device plugin image tag -> HAMi chart versions whose device config it parses. HAMi >= 2.9.0 writes
+# `vnpus:` as an object; mock 1.0.1 parses a list and fails (mock PR #18, fixed after 1.0.1). Mock 1.0.1
+# decodes both the CSV (<= 2.7) and JSON (>= 2.8) node annotation (internal/pkg/api/device/device.go).
+MOCK_COMPATIBLE_HAMI: Final = {"1.0.1": ("2.7.0", "2.7.1", "2.8.0", "2.8.1", "2.8.2", "2.8.3")}
+MOCK_IMAGE_REPOSITORY: Final = "docker.io/projecthami/mock-device-plugin"
+
+# Karpenter: NodeOverlay exists from 1.7.0 behind the NodeOverlay gate; 1.13.0 stopped one broken
+# NodePool from blocking all provisioning (DOMAIN.md section 4).
+KARPENTER_MIN_OVERLAY_VERSION: Final = (1, 7, 0)
+KARPENTER_ADVISED_VERSION: Final = (1, 13, 0)
+
+# The mock plugin advertises one fake device per unit; above this many units of one resource on one node
+# the kubelet's 4 MiB gRPC message limit is exceeded and the resource shows 0 (mock PR #27).
+MOCK_MAX_UNITS_PER_RESOURCE: Final = 123_011
+
+
+def parse_version(text: str) -> tuple[int, int, int]:
+    """`1.14.1` or `v1.14.1` -> (1, 14, 1); ValueError for anything else."""
+    parts = text.removeprefix("v").split(".")
+    if len(parts) != 3 or not all(p.isdigit() for p in parts):
+        raise ValueError(f"{text!r} is not a version like 1.14.1")
+    major, minor, patch = (int(p) for p in parts)
+    return major, minor, patch
+
+
+def hami_node_selector_key(chart_version: str) -> str:
+    """The device-plugin node selector value key: renamed in HAMi chart 2.8.0."""
+    return "nvidiaNodeSelector" if parse_version(chart_version) >= (2, 8, 0) else "nvidianodeSelector"
+
+
+def hami_wrong_node_selector_key(chart_version: str) -> str:
+    """The spelling of the other chart line, which the pinned chart silently ignores."""
+    return (
+        "nvidianodeSelector" if hami_node_selector_key(chart_version) == "nvidiaNodeSelector" else "nvidiaNodeSelector"
+    )
+
+
+def mock_image_tag(image: str) -> str:
+    """`docker.io/projecthami/mock-device-plugin:1.0.1` -> `1.0.1` (empty when untagged)."""
+    name, _, tag = image.rpartition(":")
+    return tag if name and "/" not in tag else ""

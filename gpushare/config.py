@@ -1,0 +1,421 @@
+"""Typed stack configuration: every `gpushare:*` key, validated before any resource is declared.
+
+`load_stack_config` takes the raw stack config (the `config:` map of a Pulumi.<stack>.yaml, or what the
+Pulumi engine passes the program) and returns a StackConfig, or raises ConfigError naming the key.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+from collections.abc import Mapping
+from functools import cached_property
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from gpushare import compat, names
+from gpushare.catalog import Catalog, load_catalog
+from gpushare.errors import ConfigError, first_error, key_path
+from gpushare.hami import CapacityError, NodeCapacity, SharingProfile, node_capacity
+
+PROJECT = "gpushare"
+DNS_LABEL = r"^[a-z]([-a-z0-9]{0,30}[a-z0-9])?$"
+DURATION = r"^([0-9]+(s|m|h))+$"
+SchedulerPolicy = Literal["binpack", "spread"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class NetworkConfig(_Model):
+    """Create a VPC (default) or use an existing one: set vpcId and privateSubnetIds for the latter."""
+
+    vpc_cidr: str | None = Field(default=None, alias="vpcCidr")
+    availability_zones: int | None = Field(default=None, alias="availabilityZones", ge=2, le=3)
+    vpc_id: str | None = Field(default=None, alias="vpcId", pattern=r"^vpc-[0-9a-f]{8,17}$")
+    private_subnet_ids: tuple[str, ...] = Field(default=(), alias="privateSubnetIds")
+    public_subnet_ids: tuple[str, ...] = Field(default=(), alias="publicSubnetIds")
+
+    @field_validator("vpc_cidr")
+    @classmethod
+    def _cidr(cls, value: str | None) -> str | None:
+        if value is not None:
+            network = ipaddress.ip_network(value, strict=True)
+            if network.version != 4 or not 16 <= network.prefixlen <= 20:
+                raise ValueError(f"{value!r} must be an IPv4 CIDR from /16 to /20")
+        return value
+
+    @field_validator("private_subnet_ids", "public_subnet_ids")
+    @classmethod
+    def _subnets(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for subnet in value:
+            if not subnet.startswith("subnet-"):
+                raise ValueError(f"{subnet!r} is not a subnet id (subnet-...)")
+        if len(set(value)) != len(value):
+            raise ValueError("lists a subnet twice")
+        return value
+
+    @model_validator(mode="after")
+    def _one_mode(self) -> NetworkConfig:
+        if self.vpc_id is None:
+            if self.private_subnet_ids or self.public_subnet_ids:
+                raise ValueError("privateSubnetIds/publicSubnetIds need vpcId (an existing VPC)")
+        else:
+            if self.vpc_cidr is not None or self.availability_zones is not None:
+                raise ValueError("vpcCidr/availabilityZones create a VPC; drop them when vpcId is set")
+            if len(self.private_subnet_ids) < 2:
+                raise ValueError("an existing VPC needs privateSubnetIds in at least two availability zones")
+        return self
+
+    @property
+    def creates_vpc(self) -> bool:
+        return self.vpc_id is None
+
+    @property
+    def cidr(self) -> str:
+        return self.vpc_cidr or "10.0.0.0/16"
+
+    @property
+    def zone_count(self) -> int:
+        return self.availability_zones or 2
+
+
+class SystemNodeGroupConfig(_Model):
+    """On-demand, non-GPU nodes for Karpenter, HAMi's scheduler and CoreDNS."""
+
+    instance_types: tuple[str, ...] = Field(default=("m7i.large",), alias="instanceTypes", min_length=1)
+    min_size: int = Field(default=2, alias="minSize", ge=2)
+    desired_size: int = Field(default=2, alias="desiredSize", ge=2)
+    max_size: int = Field(default=4, alias="maxSize", ge=2, le=50)
+    disk_size_gib: int = Field(default=50, alias="diskSizeGib", ge=20, le=1000)
+
+    @field_validator("instance_types")
+    @classmethod
+    def _types(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for name in value:
+            if not name or "." not in name:
+                raise ValueError(f"{name!r} is not an EC2 instance type like m7i.large")
+        return value
+
+    @model_validator(mode="after")
+    def _sizes(self) -> SystemNodeGroupConfig:
+        if not self.min_size <= self.desired_size <= self.max_size:
+            raise ValueError(
+                f"need minSize <= desiredSize <= maxSize, got {self.min_size}/{self.desired_size}/{self.max_size}"
+            )
+        return self
+
+
+class EndpointConfig(_Model):
+    """Who reaches the Kubernetes API. A public endpoint must name the CIDRs allowed to reach it."""
+
+    public_access: bool = Field(default=True, alias="publicAccess")
+    private_access: bool = Field(default=True, alias="privateAccess")
+    public_access_cidrs: tuple[str, ...] = Field(default=(), alias="publicAccessCidrs")
+
+    @field_validator("public_access_cidrs")
+    @classmethod
+    def _cidrs(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for cidr in value:
+            try:
+                ipaddress.ip_network(cidr, strict=True)
+            except ValueError:
+                raise ValueError(f"{cidr!r} is not a CIDR like 203.0.113.0/24") from None
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> EndpointConfig:
+        if not (self.public_access or self.private_access):
+            raise ValueError("publicAccess and privateAccess are both false: nothing could reach the API")
+        if self.public_access and not self.public_access_cidrs:
+            raise ValueError("publicAccess is true: list publicAccessCidrs (0.0.0.0/0 only on purpose)")
+        if not self.public_access and self.public_access_cidrs:
+            raise ValueError("publicAccessCidrs is set but publicAccess is false")
+        return self
+
+
+class ClusterConfig(_Model):
+    name: str = Field(pattern=r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$")
+    kubernetes_version: str = Field(default="1.34", alias="kubernetesVersion", pattern=r"^1\.[0-9]{2}$")
+    network: NetworkConfig = NetworkConfig()
+    system_node_group: SystemNodeGroupConfig = Field(default=SystemNodeGroupConfig(), alias="systemNodeGroup")
+    endpoint: EndpointConfig
+    tags: dict[str, str] = {}
+
+
+class KarpenterConfig(_Model):
+    chart_version: str = Field(default="1.14.1", alias="chartVersion")
+    ami_version: str = Field(default="latest", alias="amiVersion", pattern=r"^(latest|v[0-9]{8})$")
+
+    @field_validator("chart_version")
+    @classmethod
+    def _overlay_capable(cls, value: str) -> str:
+        if compat.parse_version(value) < compat.KARPENTER_MIN_OVERLAY_VERSION:
+            raise ValueError(f"{value} has no NodeOverlay; allowed: 1.7.0 or newer")
+        return value
+
+    @property
+    def ami_alias(self) -> str:
+        return f"al2023@{self.ami_version}"
+
+
+class SchedulerPolicyConfig(_Model):
+    node: SchedulerPolicy = "binpack"
+    gpu: SchedulerPolicy = "spread"
+
+
+class HamiConfig(_Model):
+    chart_version: str = Field(default="2.8.3", alias="chartVersion")
+    mock_device_plugin_image: str = Field(
+        default=f"{compat.MOCK_IMAGE_REPOSITORY}:1.0.1", alias="mockDevicePluginImage"
+    )
+    profile: SharingProfile = SharingProfile()
+    scheduler_policy: SchedulerPolicyConfig = Field(default=SchedulerPolicyConfig(), alias="schedulerPolicy")
+
+    @field_validator("chart_version")
+    @classmethod
+    def _known_chart(cls, value: str) -> str:
+        if value not in compat.HAMI_CHART_VERSIONS:
+            raise ValueError(
+                f"{value!r} is not a HAMi chart this stack knows; allowed: {', '.join(compat.HAMI_CHART_VERSIONS)}"
+            )
+        return value
+
+    @field_validator("mock_device_plugin_image")
+    @classmethod
+    def _known_mock(cls, value: str) -> str:
+        tag = compat.mock_image_tag(value)
+        if tag not in compat.MOCK_COMPATIBLE_HAMI:
+            allowed = ", ".join(f"{compat.MOCK_IMAGE_REPOSITORY}:{t}" for t in compat.MOCK_COMPATIBLE_HAMI)
+            raise ValueError(f"{value!r} has no known HAMi compatibility; allowed: {allowed}")
+        return value
+
+    @model_validator(mode="after")
+    def _compatible(self) -> HamiConfig:
+        tag = compat.mock_image_tag(self.mock_device_plugin_image)
+        if self.chart_version not in compat.MOCK_COMPATIBLE_HAMI[tag]:
+            raise ValueError(
+                f"chartVersion {self.chart_version} writes a device config mock {tag} cannot parse; "
+                f"allowed with mock {tag}: {', '.join(compat.MOCK_COMPATIBLE_HAMI[tag])}"
+            )
+        if self.profile.memory_factor != 1:
+            raise ValueError(
+                f"profile.memoryFactor {self.profile.memory_factor}: HAMi chart {self.chart_version} hard-codes "
+                "memoryFactor: 1 in its device ConfigMap, so no other value would reach HAMi; allowed: 1"
+            )
+        return self
+
+
+class NvidiaDevicePluginConfig(_Model):
+    """The official NVIDIA device plugin, used only on exclusive (whole-GPU) pools."""
+
+    chart_version: str = Field(default="0.18.2", alias="chartVersion", pattern=r"^[0-9]+\.[0-9]+\.[0-9]+$")
+
+
+class DisruptionConfig(_Model):
+    consolidation_policy: Literal["WhenEmpty", "WhenEmptyOrUnderutilized"] = Field(
+        default="WhenEmpty", alias="consolidationPolicy"
+    )
+    consolidate_after: str = Field(default="10m", alias="consolidateAfter", pattern=DURATION)
+    expire_after: str = Field(default="720h", alias="expireAfter", pattern=r"^(Never|([0-9]+(s|m|h))+)$")
+
+
+class PoolConfig(_Model):
+    name: str = Field(pattern=DNS_LABEL)
+    instance_types: tuple[str, ...] = Field(alias="instanceTypes", min_length=1)
+    capacity_types: tuple[Literal["on-demand", "spot"], ...] = Field(
+        default=("on-demand",), alias="capacityTypes", min_length=1
+    )
+    max_gpus: int = Field(alias="maxGpus", ge=1, le=10_000)
+    sharing: Literal["hami", "exclusive"] = "hami"
+    disruption: DisruptionConfig = DisruptionConfig()
+
+    @field_validator("instance_types", "capacity_types")
+    @classmethod
+    def _no_repeats(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        repeated = sorted({v for v in value if value.count(v) > 1})
+        if repeated:
+            raise ValueError(f"lists {', '.join(repeated)} more than once")
+        return value
+
+
+class QuotaConfig(_Model):
+    """Hard caps on what the team's pods may request in total."""
+
+    gpus: int = Field(ge=0)
+    gpu_memory_mib: int = Field(default=0, alias="gpuMemoryMib", ge=0)
+    gpu_cores: int = Field(default=0, alias="gpuCores", ge=0)
+
+
+class TeamConfig(_Model):
+    name: str = Field(pattern=DNS_LABEL)
+    pools: tuple[str, ...] = Field(min_length=1)
+    quota: QuotaConfig
+    namespace_access_role_arn: str | None = Field(
+        default=None, alias="namespaceAccessRoleArn", pattern=r"^arn:aws[a-z-]*:iam::[0-9]{12}:role/[\w+=,.@/-]+$"
+    )
+    scheduler_policy: SchedulerPolicyConfig | None = Field(default=None, alias="schedulerPolicy")
+
+    @field_validator("name")
+    @classmethod
+    def _not_reserved(cls, value: str) -> str:
+        if value.startswith("kube-") or value == "default":
+            raise ValueError(f"{value!r} is a reserved namespace name")
+        return value
+
+
+class StackConfig(_Model):
+    """The whole stack: cluster, controllers, GPU pools and the teams that share them."""
+
+    region: str = Field(pattern=r"^[a-z]{2}(-gov)?-[a-z]+-[0-9]$")
+    cluster: ClusterConfig
+    karpenter: KarpenterConfig = KarpenterConfig()
+    hami: HamiConfig = HamiConfig()
+    nvidia_device_plugin: NvidiaDevicePluginConfig = Field(
+        default=NvidiaDevicePluginConfig(), alias="nvidiaDevicePlugin"
+    )
+    pools: tuple[PoolConfig, ...] = Field(min_length=1)
+    teams: tuple[TeamConfig, ...] = Field(min_length=1)
+
+    def pool(self, name: str) -> PoolConfig:
+        return next(p for p in self.pools if p.name == name)
+
+    @cached_property
+    def capacities(self) -> dict[str, tuple[NodeCapacity, ...]]:
+        """HAMi pool name -> what each of its instance types registers (exclusive pools have none)."""
+        catalog = load_catalog()
+        return {
+            pool.name: tuple(
+                node_capacity(catalog, catalog.instance_type(t), self.hami.profile) for t in pool.instance_types
+            )
+            for pool in self.pools
+            if pool.sharing == names.SHARING_HAMI
+        }
+
+    def pool_vgpu_limit(self, pool: PoolConfig) -> int:
+        """The NodePool's nvidia.com/gpu limit: vGPUs on shared pools (overlays raise it), GPUs otherwise."""
+        if pool.sharing == names.SHARING_HAMI:
+            return pool.max_gpus * self.hami.profile.device_split_count
+        return pool.max_gpus
+
+
+CONFIG_KEYS = ("cluster", "karpenter", "hami", "nvidiaDevicePlugin", "pools", "teams")
+
+
+def _config_key(loc: tuple[int | str, ...]) -> str:
+    """pydantic location -> the key as a user writes it: `gpushare:pools[0].maxGpus`."""
+    if not loc:
+        return PROJECT
+    head, *rest = loc
+    return key_path("aws:region" if head == "region" else f"{PROJECT}:{head}", rest)
+
+
+def _decode(key: str, value: Any) -> Any:
+    """Pulumi hands object config to programs as JSON text; stack files hold it as YAML objects."""
+    if isinstance(value, str) and value[:1] in "[{":
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError as error:
+            raise ConfigError(key, f"is not valid JSON ({error.msg} at column {error.colno})") from None
+    return value
+
+
+def load_stack_config(raw: Mapping[str, Any], catalog: Catalog | None = None) -> StackConfig:
+    """Validate the raw stack config map; ConfigError names the first bad key."""
+    catalog = catalog or load_catalog()
+    data: dict[str, Any] = {}
+    for key, value in raw.items():
+        namespace, _, name = key.partition(":")
+        if key == "aws:region":
+            data["region"] = value
+        elif namespace == PROJECT:
+            if name not in CONFIG_KEYS:
+                raise ConfigError(key, f"unknown key; allowed: {', '.join(f'{PROJECT}:{k}' for k in CONFIG_KEYS)}")
+            data[name] = _decode(key, value)
+    if "region" not in data:
+        raise ConfigError("aws:region", "is required (the AWS region to deploy into, e.g. us-west-2)")
+    try:
+        config = StackConfig.model_validate(data)
+    except ValidationError as error:
+        raise first_error(error, _config_key) from None
+    check_references(config, catalog)
+    return config
+
+
+def check_references(config: StackConfig, catalog: Catalog) -> None:
+    """Cross-key rules pydantic cannot see: names, catalog membership, capacity and quotas."""
+    _unique_names("pools", [p.name for p in config.pools])
+    _unique_names("teams", [t.name for t in config.teams])
+    pool_names = [p.name for p in config.pools]
+    for i, pool in enumerate(config.pools):
+        _check_pool(config, catalog, i, pool)
+    used: set[str] = set()
+    for i, team in enumerate(config.teams):
+        for j, pool_name in enumerate(team.pools):
+            if pool_name not in pool_names:
+                raise ConfigError(
+                    f"{PROJECT}:teams[{i}].pools[{j}]", f"unknown pool {pool_name!r}; allowed: {', '.join(pool_names)}"
+                )
+        used.update(team.pools)
+        _check_quota(config, i, team)
+    for i, pool in enumerate(config.pools):
+        if pool.name not in used:
+            raise ConfigError(f"{PROJECT}:pools[{i}].name", f"no team lists pool {pool.name!r}: it could never be used")
+
+
+def _unique_names(key: str, values: list[str]) -> None:
+    for i, value in enumerate(values):
+        if value in values[:i]:
+            raise ConfigError(f"{PROJECT}:{key}[{i}].name", f"duplicate name {value!r}")
+
+
+def _check_pool(config: StackConfig, catalog: Catalog, index: int, pool: PoolConfig) -> None:
+    key = f"{PROJECT}:pools[{index}]"
+    for j, type_name in enumerate(pool.instance_types):
+        if type_name not in catalog.instance_type_names:
+            raise ConfigError(
+                f"{key}.instanceTypes[{j}]",
+                f"{type_name!r} is not in the GPU catalog; allowed: {', '.join(catalog.instance_type_names)}",
+            )
+        itype = catalog.instance_type(type_name)
+        if pool.sharing == names.SHARING_HAMI:
+            try:
+                node_capacity(catalog, itype, config.hami.profile)
+            except CapacityError as error:
+                raise ConfigError(
+                    f"{key}.instanceTypes[{j}]", f"{error}; use a smaller type or an exclusive pool"
+                ) from None
+        if itype.gpu_count > pool.max_gpus:
+            raise ConfigError(
+                f"{key}.maxGpus",
+                f"{pool.max_gpus} is below the {itype.gpu_count} GPUs of {type_name}, so the NodePool limit "
+                f"could never admit one node of it; allowed: {itype.gpu_count} or more",
+            )
+
+
+def _check_quota(config: StackConfig, index: int, team: TeamConfig) -> None:
+    """A quota above what the team's pools can ever provide is a planning mistake, not headroom."""
+    pools = [config.pool(name) for name in team.pools]
+    limits = {
+        "gpus": sum(config.pool_vgpu_limit(p) for p in pools),
+        "gpuMemoryMib": sum(
+            p.max_gpus * max(c.vgpu_max_memory_mib for c in config.capacities[p.name])
+            for p in pools
+            if p.sharing == names.SHARING_HAMI
+        ),
+        "gpuCores": sum(
+            p.max_gpus * max(c.gpu_cores // c.gpus for c in config.capacities[p.name])
+            for p in pools
+            if p.sharing == names.SHARING_HAMI
+        ),
+    }
+    asked = {"gpus": team.quota.gpus, "gpuMemoryMib": team.quota.gpu_memory_mib, "gpuCores": team.quota.gpu_cores}
+    for field, value in asked.items():
+        if value > limits[field]:
+            raise ConfigError(
+                f"{PROJECT}:teams[{index}].quota.{field}",
+                f"{value} is more than pools {', '.join(team.pools)} can ever provide; "
+                f"allowed: at most {limits[field]}",
+            )

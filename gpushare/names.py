@@ -1,0 +1,63 @@
+"""Label keys, taints, resource names and object names shared by the renderers and the policy pack.
+
+Both sides import this module, so what the stack writes and what the policies check cannot drift.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# Resources HAMi and its mock device plugin register (DOMAIN.md section 2; HAMi chart values
+# resourceName/resourceMem/resourceCores/resourceMemPercentage).
+GPU: Final = "nvidia.com/gpu"
+GPU_MEMORY: Final = "nvidia.com/gpumem"
+GPU_CORES: Final = "nvidia.com/gpucores"
+GPU_MEMORY_PERCENTAGE: Final = "nvidia.com/gpumem-percentage"
+HAMI_RESOURCES: Final = (GPU, GPU_MEMORY, GPU_CORES, GPU_MEMORY_PERCENTAGE)
+# Only nvidia.com/gpu reaches the kubelet without the mock plugin; these are extender-only otherwise.
+MOCK_RESOURCES: Final = (GPU_MEMORY, GPU_CORES, GPU_MEMORY_PERCENTAGE)
+
+# HAMi's default device-plugin node selector, kept because users know it from HAMi's docs.
+HAMI_NODE_LABEL: Final = ("gpu", "on")
+# Our own label domain: Karpenter restricts karpenter.sh and karpenter.k8s.aws labels.
+POOL_LABEL: Final = "gpushare.io/pool"
+SHARING_LABEL: Final = "gpushare.io/sharing"
+SHARING_HAMI: Final = "hami"
+SHARING_EXCLUSIVE: Final = "exclusive"
+
+# HAMi's admission webhook moves every pod asking for nvidia.com/gpu to hami-scheduler, which cannot place
+# pods on exclusive (non-HAMi) nodes; this label on a pod or namespace makes the webhook skip it.
+HAMI_WEBHOOK_IGNORE: Final = ("hami.io/webhook", "ignore")
+
+# Every GPU node is tainted so only pods that asked for GPUs land there.
+GPU_TAINT: Final = {"key": GPU, "value": "true", "effect": "NoSchedule"}
+
+# Karpenter well-known labels and API groups.
+INSTANCE_TYPE_LABEL: Final = "node.kubernetes.io/instance-type"
+CAPACITY_TYPE_LABEL: Final = "karpenter.sh/capacity-type"
+NODEPOOL_LABEL: Final = "karpenter.sh/nodepool"
+ARCH_LABEL: Final = "kubernetes.io/arch"
+OS_LABEL: Final = "kubernetes.io/os"
+KARPENTER_API: Final = "karpenter.sh/v1"
+NODE_OVERLAY_API: Final = "karpenter.sh/v1alpha1"
+EC2_NODE_CLASS_API: Final = "karpenter.k8s.aws/v1"
+EC2_NODE_CLASS_GROUP: Final = "karpenter.k8s.aws"
+GPU_NODE_CLASS: Final = "gpu"
+
+# Helm releases: names are pinned because chart object names derive from them.
+KARPENTER_NAMESPACE: Final = "kube-system"
+KARPENTER_RELEASE: Final = "karpenter"
+KARPENTER_CRD_RELEASE: Final = "karpenter-crd"
+KARPENTER_SERVICE_ACCOUNT: Final = "karpenter"
+HAMI_NAMESPACE: Final = "kube-system"
+HAMI_RELEASE: Final = "hami"
+# The chart names its device ConfigMap `<fullname>-scheduler-device`; fullname is the release name when
+# the release name contains the chart name "hami" (chart _helpers.tpl, hami-vgpu.fullname).
+HAMI_DEVICE_CONFIGMAP: Final = "hami-scheduler-device"
+HAMI_DEVICE_CONFIG_KEY: Final = "device-config.yaml"
+NVIDIA_PLUGIN_NAMESPACE: Final = "kube-system"
+NVIDIA_PLUGIN_RELEASE: Final = "nvidia-device-plugin"
+
+# Mock device plugin objects (our own manifests, modelled on Project-HAMi/mock-device-plugin v1.0.1).
+MOCK_NAME: Final = "hami-mock-device-plugin"
+MOCK_NAMESPACE: Final = "kube-system"

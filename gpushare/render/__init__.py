@@ -1,0 +1,1 @@
+"""Pure renderers: typed config in, plain dicts out (deterministic, no Pulumi import)."""

@@ -1,0 +1,140 @@
+"""HAMi chart values and the mock device plugin objects (DOMAIN.md sections 2 and 3)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpushare import compat, names
+from gpushare.config import StackConfig
+
+GPU_TOLERATION = {"key": names.GPU_TAINT["key"], "operator": "Exists", "effect": names.GPU_TAINT["effect"]}
+HAMI_NODE_SELECTOR = {names.HAMI_NODE_LABEL[0]: names.HAMI_NODE_LABEL[1]}
+
+
+def scheduler_image_tag(config: StackConfig) -> str:
+    """kube-scheduler must match the cluster minor; an empty tag only works with a live `helm install`."""
+    return f"v{config.cluster.kubernetes_version}.0"
+
+
+def hami_values(config: StackConfig) -> dict[str, Any]:
+    """Values with the key names of the pinned chart version (the node selector key changed in 2.8.0)."""
+    hami = config.hami
+    profile = hami.profile
+    return {
+        "schedulerName": "hami-scheduler",
+        "resourceName": names.GPU,
+        "resourceMem": names.GPU_MEMORY,
+        "resourceCores": names.GPU_CORES,
+        "resourceMemPercentage": names.GPU_MEMORY_PERCENTAGE,
+        "scheduler": {
+            "defaultSchedulerPolicy": {
+                "nodeSchedulerPolicy": hami.scheduler_policy.node,
+                "gpuSchedulerPolicy": hami.scheduler_policy.gpu,
+            },
+            "kubeScheduler": {
+                "image": {
+                    "registry": "registry.k8s.io",
+                    "repository": "kube-scheduler",
+                    "tag": scheduler_image_tag(config),
+                }
+            },
+        },
+        "devicePlugin": {
+            "deviceSplitCount": profile.device_split_count,
+            "deviceMemoryScaling": profile.device_memory_scaling,
+            "deviceCoreScaling": profile.device_core_scaling,
+            compat.hami_node_selector_key(hami.chart_version): dict(HAMI_NODE_SELECTOR),
+            "tolerations": [dict(GPU_TOLERATION)],
+        },
+    }
+
+
+def mock_device_plugin_objects(config: StackConfig) -> list[dict[str, Any]]:
+    """ServiceAccount, ClusterRole, binding and DaemonSet of the mock plugin, on the same nodes as HAMi's.
+
+    The chart's own mock DaemonSet (>= 2.8) has no node selector or toleration values, so it never reaches
+    tainted GPU nodes; this one reads the HAMi release's device ConfigMap and tolerates the GPU taint.
+    """
+    labels = {"app.kubernetes.io/name": names.MOCK_NAME, "app.kubernetes.io/part-of": "gpushare"}
+    meta = {"name": names.MOCK_NAME, "namespace": names.MOCK_NAMESPACE, "labels": labels}
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta},
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": names.MOCK_NAME, "labels": labels},
+            "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "update", "patch"]}],
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": names.MOCK_NAME, "labels": labels},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": names.MOCK_NAME},
+            "subjects": [{"kind": "ServiceAccount", "name": names.MOCK_NAME, "namespace": names.MOCK_NAMESPACE}],
+        },
+        {
+            "apiVersion": "apps/v1",
+            "kind": "DaemonSet",
+            "metadata": meta,
+            "spec": {
+                "selector": {"matchLabels": {"app.kubernetes.io/name": names.MOCK_NAME}},
+                "updateStrategy": {"type": "RollingUpdate"},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": _mock_pod_spec(config),
+                },
+            },
+        },
+    ]
+
+
+def _mock_pod_spec(config: StackConfig) -> dict[str, Any]:
+    return {
+        "serviceAccountName": names.MOCK_NAME,
+        "priorityClassName": "system-node-critical",
+        "nodeSelector": dict(HAMI_NODE_SELECTOR),
+        "tolerations": [dict(GPU_TOLERATION)],
+        "containers": [
+            {
+                "name": "mock-device-plugin",
+                "image": config.hami.mock_device_plugin_image,
+                "command": ["./k8s-device-plugin", "-v=5", f"--device-config-file=/{names.HAMI_DEVICE_CONFIG_KEY}"],
+                "env": [{"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}],
+                "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"memory": "128Mi"}},
+                "securityContext": {
+                    "allowPrivilegeEscalation": False,
+                    "capabilities": {"drop": ["ALL"]},
+                    "seccompProfile": {"type": "RuntimeDefault"},
+                },
+                "volumeMounts": [
+                    {"name": "device-plugins", "mountPath": "/var/lib/kubelet/device-plugins"},
+                    {"name": "sys", "mountPath": "/sys", "readOnly": True},
+                    {
+                        "name": "device-config",
+                        "mountPath": f"/{names.HAMI_DEVICE_CONFIG_KEY}",
+                        "subPath": names.HAMI_DEVICE_CONFIG_KEY,
+                        "readOnly": True,
+                    },
+                ],
+            }
+        ],
+        "volumes": [
+            {"name": "device-plugins", "hostPath": {"path": "/var/lib/kubelet/device-plugins", "type": "Directory"}},
+            {"name": "sys", "hostPath": {"path": "/sys", "type": "Directory"}},
+            {"name": "device-config", "configMap": {"name": names.HAMI_DEVICE_CONFIGMAP}},
+        ],
+    }
+
+
+def nvidia_device_plugin_values() -> dict[str, Any]:
+    """Official NVIDIA plugin only on exclusive pools, so no node ever runs two NVIDIA device plugins.
+
+    The chart's default affinity wants Node Feature Discovery labels, which this stack does not install;
+    the node selector on our own sharing label replaces it.
+    """
+    return {
+        "nodeSelector": {names.SHARING_LABEL: names.SHARING_EXCLUSIVE},
+        "affinity": {},
+        "tolerations": [dict(GPU_TOLERATION)],
+        "priorityClassName": "system-node-critical",
+    }

@@ -1,0 +1,141 @@
+"""Karpenter objects and Helm values for the GPU pools (Karpenter 1.x APIs, DOMAIN.md section 4)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpushare import names
+from gpushare.config import PoolConfig, StackConfig
+from gpushare.hami import NodeCapacity
+
+# GPU AMIs and ML images need room; the EC2NodeClass default root volume (20Gi) fills on the first pull.
+ROOT_VOLUME_SIZE = "200Gi"
+# Overlays never overlap (each names one pool and one instance type), so one weight serves them all.
+OVERLAY_WEIGHT = 10
+
+
+def pool_labels(pool: PoolConfig) -> dict[str, str]:
+    """Node labels a pool's nodes carry; HAMi pools also carry HAMi's device-plugin selector label."""
+    labels = {names.POOL_LABEL: pool.name, names.SHARING_LABEL: pool.sharing}
+    if pool.sharing == names.SHARING_HAMI:
+        labels[names.HAMI_NODE_LABEL[0]] = names.HAMI_NODE_LABEL[1]
+    return dict(sorted(labels.items()))
+
+
+def node_pool(config: StackConfig, pool: PoolConfig) -> dict[str, Any]:
+    """One NodePool: only the catalog instance types listed, GPU taint, vGPU-aware limit, no cpu limit."""
+    disruption = pool.disruption
+    return {
+        "apiVersion": names.KARPENTER_API,
+        "kind": "NodePool",
+        "metadata": {"name": pool.name, "labels": {names.POOL_LABEL: pool.name}},
+        "spec": {
+            "template": {
+                "metadata": {"labels": pool_labels(pool)},
+                "spec": {
+                    "nodeClassRef": {
+                        "group": names.EC2_NODE_CLASS_GROUP,
+                        "kind": "EC2NodeClass",
+                        "name": names.GPU_NODE_CLASS,
+                    },
+                    "requirements": [
+                        {"key": names.INSTANCE_TYPE_LABEL, "operator": "In", "values": list(pool.instance_types)},
+                        {"key": names.CAPACITY_TYPE_LABEL, "operator": "In", "values": list(pool.capacity_types)},
+                        {"key": names.ARCH_LABEL, "operator": "In", "values": ["amd64"]},
+                        {"key": names.OS_LABEL, "operator": "In", "values": ["linux"]},
+                    ],
+                    "taints": [dict(names.GPU_TAINT)],
+                    "expireAfter": disruption.expire_after,
+                },
+            },
+            # Only the GPU count is limited: a cpu/memory limit below one node's size blocks that type.
+            "limits": {names.GPU: str(config.pool_vgpu_limit(pool))},
+            "disruption": {
+                "consolidationPolicy": disruption.consolidation_policy,
+                "consolidateAfter": disruption.consolidate_after,
+            },
+        },
+    }
+
+
+def overlay_name(pool: PoolConfig, instance_type: str) -> str:
+    return f"{pool.name}-{instance_type.replace('.', '-')}"
+
+
+def node_overlay(pool: PoolConfig, capacity: NodeCapacity) -> dict[str, Any]:
+    """Tell Karpenter what HAMi + the mock plugin will register on this pool's nodes of one type."""
+    return {
+        "apiVersion": names.NODE_OVERLAY_API,
+        "kind": "NodeOverlay",
+        "metadata": {"name": overlay_name(pool, capacity.instance_type), "labels": {names.POOL_LABEL: pool.name}},
+        "spec": {
+            "weight": OVERLAY_WEIGHT,
+            "requirements": [
+                {"key": names.NODEPOOL_LABEL, "operator": "In", "values": [pool.name]},
+                {"key": names.INSTANCE_TYPE_LABEL, "operator": "In", "values": [capacity.instance_type]},
+            ],
+            "capacity": {resource: str(units) for resource, units in capacity.resources().items()},
+        },
+    }
+
+
+def node_overlays(config: StackConfig, pool: PoolConfig) -> list[dict[str, Any]]:
+    """Overlays for a HAMi pool, one per instance type; exclusive pools need none."""
+    return [node_overlay(pool, capacity) for capacity in config.capacities.get(pool.name, ())]
+
+
+def node_role_name(config: StackConfig) -> str:
+    return f"{config.cluster.name}-karpenter-node"
+
+
+def interruption_queue_name(config: StackConfig) -> str:
+    return f"{config.cluster.name}-karpenter"
+
+
+def ec2_node_class(config: StackConfig) -> dict[str, Any]:
+    """The GPU node class: AL2023 (its NVIDIA variant is picked per GPU type), IMDSv2, encrypted root."""
+    discovery = [{"tags": {"karpenter.sh/discovery": config.cluster.name}}]
+    return {
+        "apiVersion": names.EC2_NODE_CLASS_API,
+        "kind": "EC2NodeClass",
+        "metadata": {"name": names.GPU_NODE_CLASS},
+        "spec": {
+            "amiSelectorTerms": [{"alias": config.karpenter.ami_alias}],
+            "role": node_role_name(config),
+            "subnetSelectorTerms": discovery,
+            "securityGroupSelectorTerms": discovery,
+            "associatePublicIPAddress": False,
+            "metadataOptions": {
+                "httpEndpoint": "enabled",
+                "httpProtocolIPv6": "disabled",
+                "httpPutResponseHopLimit": 1,
+                "httpTokens": "required",
+            },
+            "blockDeviceMappings": [
+                {
+                    "deviceName": "/dev/xvda",
+                    "ebs": {
+                        "volumeSize": ROOT_VOLUME_SIZE,
+                        "volumeType": "gp3",
+                        "encrypted": True,
+                        "deleteOnTermination": True,
+                    },
+                }
+            ],
+            "tags": dict(sorted(config.cluster.tags.items())),
+        },
+    }
+
+
+def karpenter_values(config: StackConfig) -> dict[str, Any]:
+    """Controller chart values: the NodeOverlay gate must be on or every overlay is silently ignored."""
+    return {
+        "settings": {
+            "clusterName": config.cluster.name,
+            "interruptionQueue": interruption_queue_name(config),
+            "featureGates": {"nodeOverlay": True},
+        },
+        "serviceAccount": {"name": names.KARPENTER_SERVICE_ACCOUNT},
+        "replicas": 2,
+        "controller": {"resources": {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"memory": "1Gi"}}},
+    }

@@ -1,0 +1,96 @@
+"""Everything the stack deploys, rendered as plain data: the Helm releases and the Kubernetes objects."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpushare import names
+from gpushare.config import StackConfig
+from gpushare.render import hami, karpenter, tenancy
+
+KARPENTER_CHART = "oci://public.ecr.aws/karpenter/karpenter"
+KARPENTER_CRD_CHART = "oci://public.ecr.aws/karpenter/karpenter-crd"
+HAMI_REPOSITORY = "https://project-hami.github.io/HAMi/"
+NVIDIA_PLUGIN_REPOSITORY = "https://nvidia.github.io/k8s-device-plugin"
+
+
+@dataclass(frozen=True)
+class HelmRelease:
+    """One Helm release: an OCI chart reference has no separate repository."""
+
+    name: str
+    namespace: str
+    chart: str
+    version: str
+    repository: str | None
+    values: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "namespace": self.namespace,
+            "chart": self.chart,
+            "version": self.version,
+            "repository": self.repository,
+            "values": self.values,
+        }
+
+
+def helm_releases(config: StackConfig) -> list[HelmRelease]:
+    """Releases in install order; the NVIDIA plugin only when some pool takes whole GPUs."""
+    releases = [
+        HelmRelease(
+            names.KARPENTER_CRD_RELEASE,
+            names.KARPENTER_NAMESPACE,
+            KARPENTER_CRD_CHART,
+            config.karpenter.chart_version,
+            None,
+        ),
+        HelmRelease(
+            names.KARPENTER_RELEASE,
+            names.KARPENTER_NAMESPACE,
+            KARPENTER_CHART,
+            config.karpenter.chart_version,
+            None,
+            karpenter.karpenter_values(config),
+        ),
+        HelmRelease(
+            names.HAMI_RELEASE,
+            names.HAMI_NAMESPACE,
+            "hami",
+            config.hami.chart_version,
+            HAMI_REPOSITORY,
+            hami.hami_values(config),
+        ),
+    ]
+    if any(pool.sharing == names.SHARING_EXCLUSIVE for pool in config.pools):
+        releases.append(
+            HelmRelease(
+                names.NVIDIA_PLUGIN_RELEASE,
+                names.NVIDIA_PLUGIN_NAMESPACE,
+                "nvidia-device-plugin",
+                config.nvidia_device_plugin.chart_version,
+                NVIDIA_PLUGIN_REPOSITORY,
+                hami.nvidia_device_plugin_values(),
+            )
+        )
+    return releases
+
+
+def gpu_capacity_objects(config: StackConfig) -> list[dict[str, Any]]:
+    """EC2NodeClass, then per pool its NodePool and overlays."""
+    objects = [karpenter.ec2_node_class(config)]
+    for pool in config.pools:
+        objects.append(karpenter.node_pool(config, pool))
+        objects.extend(karpenter.node_overlays(config, pool))
+    return objects
+
+
+def tenancy_objects(config: StackConfig) -> list[dict[str, Any]]:
+    return [obj for team in config.teams for obj in tenancy.team_objects(config, team)]
+
+
+def kubernetes_objects(config: StackConfig) -> list[dict[str, Any]]:
+    """Every Kubernetes object the stack creates directly (not through Helm), in apply order."""
+    return gpu_capacity_objects(config) + hami.mock_device_plugin_objects(config) + tenancy_objects(config)

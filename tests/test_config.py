@@ -1,0 +1,271 @@
+"""Stack config: the shipped stacks load; every bad input fails with one line naming the key."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from gpushare.config import load_stack_config
+from gpushare.errors import ConfigError
+from tests.conftest import raw_stack
+
+
+def test_dev_stack(dev):
+    assert dev.region == "us-west-2"
+    assert [p.name for p in dev.pools] == ["g5-shared", "g4dn-shared"]
+    assert {p.sharing for p in dev.pools} == {"hami"}
+    assert len(dev.teams) == 2
+    assert dev.cluster.network.creates_vpc
+
+
+def test_prod_stack(prod):
+    assert not prod.cluster.endpoint.public_access
+    assert prod.karpenter.ami_alias == "al2023@v20260903"
+    assert len(prod.teams) == 3
+    assert [p.name for p in prod.pools if p.sharing == "exclusive"] == ["training"]
+    assert {"spot", "on-demand"} <= {c for p in prod.pools for c in p.capacity_types}
+
+
+def test_defaults_fill_what_is_left_out():
+    raw = raw_stack("dev")
+    for key in ("gpushare:karpenter", "gpushare:hami"):
+        del raw[key]
+    config = load_stack_config(raw)
+    assert config.karpenter.chart_version == "1.14.1"
+    assert config.hami.chart_version == "2.8.3"
+    assert config.hami.profile.device_split_count == 10
+
+
+def test_object_config_arrives_as_json_text_from_the_engine():
+    raw = raw_stack("dev")
+    raw["gpushare:pools"] = json.dumps(raw["gpushare:pools"])
+    assert load_stack_config(raw).pools[0].name == "g5-shared"
+
+
+Mutation = Callable[[dict[str, Any]], None]
+
+
+def _set(path: str, value: Any) -> Mutation:
+    """Mutation setting `gpushare:pools.0.maxGpus`-style paths (numbers index lists)."""
+
+    def apply(raw: dict[str, Any]) -> None:
+        key, *steps = path.split(".")
+        target: Any = raw[key] if steps else raw
+        for step in steps[:-1]:
+            target = target[int(step)] if step.isdigit() else target[step]
+        last = steps[-1] if steps else key
+        target[int(last) if last.isdigit() else last] = value
+
+    return apply
+
+
+def _drop(path: str) -> Mutation:
+    def apply(raw: dict[str, Any]) -> None:
+        key, *steps = path.split(".")
+        target: Any = raw[key] if steps else raw
+        for step in steps[:-1]:
+            target = target[int(step)] if step.isdigit() else target[step]
+        del target[steps[-1] if steps else key]
+
+    return apply
+
+
+def _both(first: Mutation, second: Mutation) -> Mutation:
+    def apply(raw: dict[str, Any]) -> None:
+        first(raw)
+        second(raw)
+
+    return apply
+
+
+BAD_CONFIG = [
+    (
+        "unknown instance type",
+        _set("gpushare:pools.0.instanceTypes.1", "g5.huge"),
+        "gpushare:pools[0].instanceTypes[1]: 'g5.huge' is not in the GPU catalog; allowed: g4dn.xlarge",
+    ),
+    (
+        "type above mock ceiling",
+        _set("gpushare:pools.0.instanceTypes.1", "g5.48xlarge"),
+        "gpushare:pools[0].instanceTypes[1]: g5.48xlarge: nvidia.com/gpumem would be 184224 units",
+    ),
+    (
+        "pool no team uses",
+        _both(_set("gpushare:teams.0.pools", ["g5-shared"]), _set("gpushare:teams.1.pools", ["g5-shared"])),
+        "gpushare:pools[1].name: no team lists pool 'g4dn-shared'",
+    ),
+    (
+        "team names unknown pool",
+        _set("gpushare:teams.0.pools.1", "a100-pool"),
+        "gpushare:teams[0].pools[1]: unknown pool 'a100-pool'; allowed: g5-shared, g4dn-shared",
+    ),
+    (
+        "duplicate pool",
+        _set("gpushare:pools.1.name", "g5-shared"),
+        "gpushare:pools[1].name: duplicate name 'g5-shared'",
+    ),
+    (
+        "duplicate team",
+        _set("gpushare:teams.1.name", "ml-research"),
+        "gpushare:teams[1].name: duplicate name 'ml-research'",
+    ),
+    (
+        "vGPU quota too big",
+        _set("gpushare:teams.1.quota.gpus", 41),
+        "gpushare:teams[1].quota.gpus: 41 is more than pools g4dn-shared can ever provide; allowed: at most 40",
+    ),
+    (
+        "memory quota too big",
+        _set("gpushare:teams.1.quota.gpuMemoryMib", 61441),
+        "gpushare:teams[1].quota.gpuMemoryMib: 61441 is more than pools g4dn-shared can ever provide; "
+        "allowed: at most 61440",
+    ),
+    (
+        "cores quota too big",
+        _set("gpushare:teams.1.quota.gpuCores", 401),
+        "gpushare:teams[1].quota.gpuCores: 401 is more than",
+    ),
+    (
+        "maxGpus below a node",
+        _set("gpushare:pools.0.maxGpus", 2),
+        "gpushare:pools[0].maxGpus: 2 is below the 4 GPUs of g5.12xlarge",
+    ),
+    (
+        "malformed number",
+        _set("gpushare:pools.0.maxGpus", "eight"),
+        "gpushare:pools[0].maxGpus: Input should be a valid integer",
+    ),
+    (
+        "negative quota",
+        _set("gpushare:teams.0.quota.gpus", -1),
+        "gpushare:teams[0].quota.gpus: Input should be greater than or equal to 0 (got -1)",
+    ),
+    (
+        "bad capacity type",
+        _set("gpushare:pools.0.capacityTypes", ["reserved"]),
+        "gpushare:pools[0].capacityTypes[0]: Input should be 'on-demand' or 'spot'",
+    ),
+    (
+        "bad sharing mode",
+        _set("gpushare:pools.0.sharing", "mig"),
+        "gpushare:pools[0].sharing: Input should be 'hami' or 'exclusive'",
+    ),
+    (
+        "bad pool name",
+        _set("gpushare:pools.0.name", "G5_Shared"),
+        "gpushare:pools[0].name: String should match pattern",
+    ),
+    ("unknown field", _set("gpushare:pools.0.maxGPUs", 3), "gpushare:pools[0].maxGPUs: unknown key"),
+    ("unknown top-level key", _set("gpushare:pool", []), "gpushare:pool: unknown key; allowed: gpushare:cluster"),
+    ("missing region", _drop("aws:region"), "aws:region: is required"),
+    ("missing pools", _drop("gpushare:pools"), "gpushare:pools: Field required"),
+    (
+        "old karpenter",
+        _set("gpushare:karpenter.chartVersion", "1.6.2"),
+        "gpushare:karpenter.chartVersion: 1.6.2 has no NodeOverlay; allowed: 1.7.0 or newer",
+    ),
+    (
+        "hami too new for mock",
+        _set("gpushare:hami.chartVersion", "2.10.0"),
+        "gpushare:hami: chartVersion 2.10.0 writes a device config mock 1.0.1 cannot parse",
+    ),
+    (
+        "unknown hami chart",
+        _set("gpushare:hami.chartVersion", "3.0.0"),
+        "gpushare:hami.chartVersion: '3.0.0' is not a HAMi chart this stack knows",
+    ),
+    (
+        "memoryFactor the chart cannot set",
+        _set("gpushare:hami.profile.memoryFactor", 4),
+        "gpushare:hami: profile.memoryFactor 4: HAMi chart 2.8.3 hard-codes memoryFactor: 1",
+    ),
+    (
+        "untagged mock image",
+        _set("gpushare:hami.mockDevicePluginImage", "projecthami/mock-device-plugin"),
+        "gpushare:hami.mockDevicePluginImage: 'projecthami/mock-device-plugin' has no known HAMi compatibility",
+    ),
+    (
+        "bad scheduler policy",
+        _set("gpushare:hami.schedulerPolicy.node", "random"),
+        "gpushare:hami.schedulerPolicy.node: Input should be 'binpack' or 'spread'",
+    ),
+    (
+        "public endpoint without cidrs",
+        _drop("gpushare:cluster.endpoint.publicAccessCidrs"),
+        "gpushare:cluster.endpoint: publicAccess is true: list publicAccessCidrs",
+    ),
+    (
+        "bad cidr",
+        _set("gpushare:cluster.endpoint.publicAccessCidrs", ["10.0.0.1/8"]),
+        "gpushare:cluster.endpoint.publicAccessCidrs: '10.0.0.1/8' is not a CIDR",
+    ),
+    (
+        "bad kubernetes version",
+        _set("gpushare:cluster.kubernetesVersion", "1.34.2"),
+        "gpushare:cluster.kubernetesVersion: String should match pattern",
+    ),
+    (
+        "subnets without vpc",
+        _set("gpushare:cluster.network.privateSubnetIds", ["subnet-0abc"]),
+        "gpushare:cluster.network: privateSubnetIds/publicSubnetIds need vpcId",
+    ),
+    (
+        "ami alias not pinned form",
+        _set("gpushare:karpenter.amiVersion", "2026.09"),
+        "gpushare:karpenter.amiVersion: String should match pattern",
+    ),
+    (
+        "reserved namespace",
+        _set("gpushare:teams.0.name", "kube-system"),
+        "gpushare:teams[0].name: 'kube-system' is a reserved namespace name",
+    ),
+    (
+        "bad role arn",
+        _set("gpushare:teams.0.namespaceAccessRoleArn", "ml-devs"),
+        "gpushare:teams[0].namespaceAccessRoleArn: String should match pattern",
+    ),
+    (
+        "bad duration",
+        _set("gpushare:pools.0.disruption", {"consolidateAfter": "ten minutes"}),
+        "gpushare:pools[0].disruption.consolidateAfter: String should match pattern",
+    ),
+    (
+        "repeated instance type",
+        _set("gpushare:pools.0.instanceTypes", ["g5.xlarge", "g5.xlarge"]),
+        "gpushare:pools[0].instanceTypes: lists g5.xlarge more than once",
+    ),
+    (
+        "system group sizes",
+        _set("gpushare:cluster.systemNodeGroup.desiredSize", 9),
+        "gpushare:cluster.systemNodeGroup: need minSize <= desiredSize <= maxSize, got 2/9/3",
+    ),
+    ("invalid json from engine", _set("gpushare:teams", "[{not json"), "gpushare:teams: is not valid JSON"),
+]
+
+
+@pytest.mark.parametrize(("mutate", "expected"), [c[1:] for c in BAD_CONFIG], ids=[c[0] for c in BAD_CONFIG])
+def test_bad_config_names_the_key(mutate, expected):
+    raw = raw_stack("dev")
+    mutate(raw)
+    with pytest.raises(ConfigError) as caught:
+        load_stack_config(raw)
+    message = str(caught.value)
+    assert message.startswith(expected), message
+    assert "\n" not in message
+
+
+def test_exclusive_pool_accepts_types_above_the_mock_ceiling():
+    raw = raw_stack("prod")
+    raw["gpushare:pools"][2]["instanceTypes"].append("p5.48xlarge")
+    assert "p5.48xlarge" in load_stack_config(raw).pool("training").instance_types
+
+
+def test_exclusive_pools_provide_no_gpu_memory_quota():
+    raw = raw_stack("prod")
+    raw["gpushare:teams"][0]["pools"] = ["training"]
+    raw["gpushare:teams"][0]["quota"] = {"gpus": 16, "gpuMemoryMib": 1}
+    with pytest.raises(ConfigError, match=r"quota.gpuMemoryMib: 1 is more than pools training .* at most 0"):
+        load_stack_config(raw)

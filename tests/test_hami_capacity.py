@@ -1,0 +1,54 @@
+"""What a node registers under a sharing profile (DOMAIN.md section 2), pinned for known instance types."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpushare.hami import CapacityError, SharingProfile, node_capacity
+
+
+def capacity(catalog, name: str, **profile):
+    return node_capacity(catalog, catalog.instance_type(name), SharingProfile(**profile))
+
+
+@pytest.mark.parametrize(
+    ("itype", "expected"),
+    [
+        ("g5.xlarge", (10, 23028, 100, 100)),
+        ("g5.12xlarge", (40, 92112, 400, 400)),
+        ("g4dn.12xlarge", (40, 61440, 400, 400)),
+        ("g4dn.metal", (80, 122880, 800, 800)),
+        ("g6e.xlarge", (10, 46068, 100, 100)),
+    ],
+)
+def test_default_profile_registers_split_10(catalog, itype, expected):
+    cap = capacity(catalog, itype)
+    assert (cap.vgpus, cap.gpu_memory, cap.gpu_cores, cap.gpu_memory_percentage) == expected
+
+
+def test_a_vgpu_can_get_at_most_one_whole_gpu(catalog):
+    assert capacity(catalog, "g5.12xlarge").vgpu_max_memory_mib == 23028
+    assert capacity(catalog, "g4dn.xlarge").vgpu_max_memory_mib == 15360
+
+
+def test_scaling_truncates_like_hami(catalog):
+    cap = capacity(catalog, "g5.xlarge", deviceSplitCount=4, deviceMemoryScaling=0.5, deviceCoreScaling=0.5)
+    assert (cap.vgpus, cap.gpu_memory, cap.gpu_cores, cap.vgpu_max_memory_mib) == (4, 11514, 50, 11514)
+
+
+def test_memory_factor_divides_registered_memory(catalog):
+    cap = capacity(catalog, "g5.48xlarge", memoryFactor=2)
+    assert cap.gpu_memory == 184224 // 2
+    assert cap.gpu_memory_mib == 184224
+    assert cap.vgpu_max_memory_mib == 23028
+
+
+@pytest.mark.parametrize("itype", ["g5.48xlarge", "g6.48xlarge", "g6e.12xlarge", "p4d.24xlarge", "p5.48xlarge"])
+def test_types_above_the_mock_ceiling_are_refused(catalog, itype):
+    with pytest.raises(CapacityError, match=r"nvidia.com/gpumem would be \d+ units .* ceiling of 123011"):
+        capacity(catalog, itype)
+
+
+def test_profile_rejects_oversubscription():
+    with pytest.raises(ValueError, match="deviceMemoryScaling"):
+        SharingProfile(deviceMemoryScaling=1.5)

@@ -1,0 +1,1 @@
+"""Command-line tools behind the Makefile: plan, check, golden, bench."""
