@@ -28,7 +28,12 @@ def node_pool(config: StackConfig, pool: PoolConfig) -> dict[str, Any]:
     return {
         "apiVersion": names.KARPENTER_API,
         "kind": "NodePool",
-        "metadata": {"name": pool.name, "labels": {names.POOL_LABEL: pool.name}},
+        "metadata": {
+            "name": pool.name,
+            "labels": {names.POOL_LABEL: pool.name},
+            # Foreground deletion: `pulumi destroy` waits until the pool's NodeClaims (and instances) are gone.
+            "annotations": {"pulumi.com/deletionPropagationPolicy": "foreground"},
+        },
         "spec": {
             "template": {
                 "metadata": {"labels": pool_labels(pool)},

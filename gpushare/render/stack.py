@@ -25,6 +25,9 @@ class HelmRelease:
     version: str
     repository: str | None
     values: dict[str, Any] = field(default_factory=dict)
+    # The karpenter chart also carries CRDs in crds/, which Helm installs once and never upgrades; the
+    # karpenter-crd release owns them instead.
+    skip_crds: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -33,6 +36,7 @@ class HelmRelease:
             "chart": self.chart,
             "version": self.version,
             "repository": self.repository,
+            "skipCrds": self.skip_crds,
             "values": self.values,
         }
 

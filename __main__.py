@@ -1,0 +1,55 @@
+"""gpushare Pulumi program: read the typed stack config, then wire one component per concern."""
+
+from __future__ import annotations
+
+import pulumi
+from pulumi.runtime.config import CONFIG, get_config_env
+
+from components.capacity import GpuCapacity
+from components.cluster import Cluster
+from components.hami import Hami, MockDevicePlugin, NvidiaDevicePlugin
+from components.karpenter import Karpenter
+from components.network import Network
+from components.tenancy import Tenancy
+from gpushare import names
+from gpushare.config import load_stack_config
+from gpushare.errors import UserError
+from gpushare.render.stack import helm_releases
+
+try:
+    config = load_stack_config({**get_config_env(), **CONFIG.get()})
+except UserError as error:
+    raise pulumi.RunError(str(error)) from None
+
+releases = {release.name: release for release in helm_releases(config)}
+network = Network("network", config)
+cluster = Cluster("cluster", config, network.vpc_id, network.private_subnet_ids, network.public_subnet_ids)
+karpenter = Karpenter(
+    "karpenter", config, cluster, releases[names.KARPENTER_CRD_RELEASE], releases[names.KARPENTER_RELEASE]
+)
+hami = Hami("hami", releases[names.HAMI_RELEASE], cluster)
+mock = MockDevicePlugin("mock-device-plugin", config, cluster, hami)
+plugins: dict[str, list[pulumi.Resource]] = {names.SHARING_HAMI: [hami.release, mock.daemonset]}
+if names.NVIDIA_PLUGIN_RELEASE in releases:
+    nvidia = NvidiaDevicePlugin("nvidia-device-plugin", releases[names.NVIDIA_PLUGIN_RELEASE], cluster)
+    plugins[names.SHARING_EXCLUSIVE] = [nvidia.release]
+GpuCapacity("gpu-capacity", config, cluster, [*karpenter.releases, karpenter.node_class], plugins)
+Tenancy("tenancy", config, cluster)
+
+pulumi.export("clusterName", config.cluster.name)
+pulumi.export("kubeconfig", cluster.kubeconfig)
+pulumi.export("karpenterQueueName", karpenter.queue.name)
+pulumi.export("karpenterNodeRoleArn", karpenter.node_role.arn)
+pulumi.export("karpenterControllerRoleArn", karpenter.controller_role.arn)
+pulumi.export(
+    "pools",
+    {
+        pool.name: {
+            "sharing": pool.sharing,
+            "instanceTypes": list(pool.instance_types),
+            "vgpusPerNode": {c.instance_type: c.vgpus for c in config.capacities.get(pool.name, ())},
+            "gpuLimit": config.pool_vgpu_limit(pool),
+        }
+        for pool in config.pools
+    },
+)

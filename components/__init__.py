@@ -1,0 +1,1 @@
+"""Thin Pulumi ComponentResources, one per concern; all data comes from gpushare's renderers."""

@@ -1,0 +1,123 @@
+"""Cluster: EKS with API access entries, KMS secrets encryption, control-plane logs, Pod Identity, and a
+managed on-demand system node group for Karpenter, HAMi's scheduler and CoreDNS."""
+
+from __future__ import annotations
+
+import json
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_eks as eks
+import pulumi_kubernetes as k8s
+
+from gpushare.config import StackConfig
+
+CONTROL_PLANE_LOGS = ["api", "audit", "authenticator", "controllerManager", "scheduler"]
+SYSTEM_NODE_POLICIES = ("AmazonEKSWorkerNodePolicy", "AmazonEKS_CNI_Policy", "AmazonEC2ContainerRegistryPullOnly")
+
+
+def assume_role_policy(service: str) -> str:
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [{"Effect": "Allow", "Principal": {"Service": service}, "Action": "sts:AssumeRole"}],
+        }
+    )
+
+
+class Cluster(pulumi.ComponentResource):
+    """Exposes the Kubernetes provider every Kubernetes resource of the stack must use."""
+
+    eks_cluster: eks.Cluster
+    system_nodes: eks.ManagedNodeGroup
+    pod_identity_agent: aws.eks.Addon
+    provider: k8s.Provider
+    kubeconfig: pulumi.Output[str]
+
+    def __init__(
+        self,
+        name: str,
+        config: StackConfig,
+        vpc_id: pulumi.Input[str],
+        private_subnet_ids: pulumi.Input[list[str]],
+        public_subnet_ids: pulumi.Input[list[str]],
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        super().__init__("gpushare:index:Cluster", name, None, opts)
+        cluster = config.cluster
+        child = pulumi.ResourceOptions(parent=self)
+        key = aws.kms.Key(
+            f"{cluster.name}-secrets",
+            description=f"EKS secrets encryption for {cluster.name}",
+            enable_key_rotation=True,
+            deletion_window_in_days=30,
+            tags=cluster.tags,
+            opts=child,
+        )
+        system_role = aws.iam.Role(
+            f"{cluster.name}-system-node",
+            assume_role_policy=assume_role_policy("ec2.amazonaws.com"),
+            tags=cluster.tags,
+            opts=child,
+        )
+        attachments = [
+            aws.iam.RolePolicyAttachment(
+                f"{cluster.name}-system-node-{policy}",
+                role=system_role.name,
+                policy_arn=f"arn:aws:iam::aws:policy/{policy}",
+                opts=child,
+            )
+            for policy in SYSTEM_NODE_POLICIES
+        ]
+        self.eks_cluster = eks.Cluster(
+            cluster.name,
+            name=cluster.name,
+            version=cluster.kubernetes_version,
+            vpc_id=vpc_id,
+            private_subnet_ids=private_subnet_ids,
+            public_subnet_ids=public_subnet_ids or None,
+            node_associate_public_ip_address=False,
+            authentication_mode=eks.AuthenticationMode.API,
+            skip_default_node_group=True,
+            instance_roles=[system_role],
+            enabled_cluster_log_types=CONTROL_PLANE_LOGS,
+            encryption_config_key_arn=key.arn,
+            endpoint_public_access=cluster.endpoint.public_access,
+            endpoint_private_access=cluster.endpoint.private_access,
+            public_access_cidrs=list(cluster.endpoint.public_access_cidrs) or None,
+            create_oidc_provider=False,
+            tags=cluster.tags,
+            cluster_tags={**cluster.tags, "karpenter.sh/discovery": cluster.name},
+            opts=pulumi.ResourceOptions(parent=self, depends_on=attachments),
+        )
+        group = cluster.system_node_group
+        self.system_nodes = eks.ManagedNodeGroup(
+            f"{cluster.name}-system",
+            cluster=self.eks_cluster,
+            node_role=system_role,
+            subnet_ids=private_subnet_ids,
+            capacity_type="ON_DEMAND",
+            instance_types=list(group.instance_types),
+            disk_size=group.disk_size_gib,
+            scaling_config=aws.eks.NodeGroupScalingConfigArgs(
+                min_size=group.min_size, desired_size=group.desired_size, max_size=group.max_size
+            ),
+            labels={"gpushare.io/role": "system"},
+            tags=cluster.tags,
+            opts=child,
+        )
+        self.pod_identity_agent = aws.eks.Addon(
+            f"{cluster.name}-pod-identity-agent",
+            cluster_name=cluster.name,
+            addon_name="eks-pod-identity-agent",
+            tags=cluster.tags,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.system_nodes]),
+        )
+        self.kubeconfig = pulumi.Output.secret(self.eks_cluster.kubeconfig_json)
+        self.provider = k8s.Provider(
+            f"{cluster.name}-k8s",
+            kubeconfig=self.kubeconfig,
+            enable_server_side_apply=True,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.eks_cluster]),
+        )
+        self.register_outputs({"clusterName": cluster.name, "kubeconfig": self.kubeconfig})

@@ -1,0 +1,141 @@
+"""Karpenter: node and controller IAM, the interruption queue and its rules, both Helm releases and the
+GPU EC2NodeClass."""
+
+from __future__ import annotations
+
+import json
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+
+from components.cluster import Cluster, assume_role_policy
+from components.kube import declare_all, helm_release
+from gpushare import names
+from gpushare.config import StackConfig
+from gpushare.render import iam
+from gpushare.render.karpenter import ec2_node_class, interruption_queue_name, node_role_name
+from gpushare.render.stack import HelmRelease
+
+
+class Karpenter(pulumi.ComponentResource):
+    """Exposes the releases and node class every NodePool and NodeOverlay must depend on."""
+
+    releases: list[k8s.helm.v3.Release]
+    node_class: pulumi.CustomResource
+    node_role: aws.iam.Role
+    controller_role: aws.iam.Role
+    queue: aws.sqs.Queue
+
+    def __init__(
+        self,
+        name: str,
+        config: StackConfig,
+        cluster: Cluster,
+        crd_release: HelmRelease,
+        controller_release: HelmRelease,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        super().__init__("gpushare:index:Karpenter", name, None, opts)
+        cluster_name = config.cluster.name
+        tags = config.cluster.tags
+        child = pulumi.ResourceOptions(parent=self)
+        after_cluster = pulumi.ResourceOptions(parent=self, depends_on=[cluster.eks_cluster])
+
+        self.node_role = aws.iam.Role(
+            f"{cluster_name}-karpenter-node",
+            name=node_role_name(config),
+            assume_role_policy=assume_role_policy("ec2.amazonaws.com"),
+            tags=tags,
+            opts=child,
+        )
+        node_policies = [
+            aws.iam.RolePolicyAttachment(
+                f"{cluster_name}-karpenter-node-{policy}",
+                role=self.node_role.name,
+                policy_arn=f"arn:aws:iam::aws:policy/{policy}",
+                opts=child,
+            )
+            for policy in iam.NODE_ROLE_POLICIES
+        ]
+        node_access = aws.eks.AccessEntry(
+            f"{cluster_name}-karpenter-node",
+            cluster_name=cluster_name,
+            principal_arn=self.node_role.arn,
+            type="EC2_LINUX",
+            tags=tags,
+            opts=after_cluster,
+        )
+
+        self.queue = aws.sqs.Queue(
+            f"{cluster_name}-karpenter",
+            name=interruption_queue_name(config),
+            message_retention_seconds=300,
+            sqs_managed_sse_enabled=True,
+            tags=tags,
+            opts=child,
+        )
+        queue_policy = aws.sqs.QueuePolicy(
+            f"{cluster_name}-karpenter",
+            queue_url=self.queue.url,
+            policy=self.queue.arn.apply(lambda arn: json.dumps(iam.interruption_queue_policy(arn))),
+            opts=child,
+        )
+        rules = []
+        for event, pattern in iam.INTERRUPTION_EVENTS.items():
+            rule = aws.cloudwatch.EventRule(
+                f"{cluster_name}-karpenter-{event}", event_pattern=json.dumps(pattern), tags=tags, opts=child
+            )
+            rules.append(
+                aws.cloudwatch.EventTarget(
+                    f"{cluster_name}-karpenter-{event}",
+                    rule=rule.name,
+                    arn=self.queue.arn,
+                    opts=pulumi.ResourceOptions(parent=self, depends_on=[queue_policy]),
+                )
+            )
+
+        identity = aws.get_caller_identity_output()
+        partition = aws.get_partition_output()
+        policy_document = pulumi.Output.all(
+            partition.partition, identity.account_id, self.node_role.arn, self.queue.arn
+        ).apply(
+            lambda args: json.dumps(
+                iam.karpenter_controller_policy(args[0], config.region, args[1], cluster_name, args[2], args[3])
+            )
+        )
+        self.controller_role = aws.iam.Role(
+            f"{cluster_name}-karpenter-controller",
+            assume_role_policy=json.dumps(iam.pod_identity_trust_policy()),
+            tags=tags,
+            opts=child,
+        )
+        controller_policy = aws.iam.RolePolicy(
+            f"{cluster_name}-karpenter-controller", role=self.controller_role.id, policy=policy_document, opts=child
+        )
+        pod_identity = aws.eks.PodIdentityAssociation(
+            f"{cluster_name}-karpenter",
+            cluster_name=cluster_name,
+            namespace=names.KARPENTER_NAMESPACE,
+            service_account=names.KARPENTER_SERVICE_ACCOUNT,
+            role_arn=self.controller_role.arn,
+            tags=tags,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[cluster.pod_identity_agent]),
+        )
+
+        crd = helm_release(crd_release, self, cluster.provider, [cluster.system_nodes])
+        controller = helm_release(
+            controller_release,
+            self,
+            cluster.provider,
+            [crd, cluster.system_nodes, controller_policy, pod_identity, node_access, *node_policies, *rules],
+        )
+        self.releases = [crd, controller]
+        [self.node_class] = declare_all([ec2_node_class(config)], self, cluster.provider, [*self.releases, node_access])
+        self.register_outputs(
+            {
+                "queueName": self.queue.name,
+                "nodeRoleArn": self.node_role.arn,
+                "controllerRoleArn": self.controller_role.arn,
+            }
+        )

@@ -1,0 +1,77 @@
+"""Declare rendered Kubernetes objects as Pulumi resources on the cluster's provider."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+# Core kinds use their typed classes (type tokens like kubernetes:core/v1:Namespace); anything else is a
+# CustomResource, whose token is kubernetes:<apiVersion>:<kind>.
+_TYPED: dict[str, Callable[..., pulumi.CustomResource]] = {
+    "Namespace": k8s.core.v1.Namespace,
+    "ResourceQuota": k8s.core.v1.ResourceQuota,
+    "LimitRange": k8s.core.v1.LimitRange,
+    "ServiceAccount": k8s.core.v1.ServiceAccount,
+    "ClusterRole": k8s.rbac.v1.ClusterRole,
+    "ClusterRoleBinding": k8s.rbac.v1.ClusterRoleBinding,
+    "DaemonSet": k8s.apps.v1.DaemonSet,
+}
+_TOP_LEVEL_ARGS = {
+    "metadata": "metadata",
+    "spec": "spec",
+    "rules": "rules",
+    "roleRef": "role_ref",
+    "subjects": "subjects",
+}
+
+
+def resource_name(obj: dict[str, Any]) -> str:
+    """Unique, readable logical name: kind, namespace when namespaced, object name."""
+    meta = obj["metadata"]
+    parts = [obj["kind"].lower(), meta.get("namespace"), meta["name"]]
+    return "-".join(p for p in parts if p)
+
+
+def declare(obj: dict[str, Any], opts: pulumi.ResourceOptions) -> pulumi.CustomResource:
+    """One rendered object as a Pulumi resource; camelCase keys inside the body pass to the engine as-is."""
+    name = resource_name(obj)
+    kind = obj["kind"]
+    if kind in _TYPED:
+        args = {_TOP_LEVEL_ARGS[key]: value for key, value in obj.items() if key not in ("apiVersion", "kind")}
+        return _TYPED[kind](name, opts=opts, **args)
+    return k8s.apiextensions.CustomResource(
+        name, api_version=obj["apiVersion"], kind=kind, metadata=obj["metadata"], spec=obj["spec"], opts=opts
+    )
+
+
+def declare_all(
+    objects: Sequence[dict[str, Any]],
+    parent: pulumi.Resource,
+    provider: pulumi.ProviderResource,
+    depends_on: Sequence[pulumi.Resource] = (),
+) -> list[pulumi.CustomResource]:
+    """Declare objects in order; each waits for `depends_on` (CRDs, controllers) to exist first."""
+    opts = pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=list(depends_on))
+    return [declare(obj, opts) for obj in objects]
+
+
+def helm_release(
+    release: Any, parent: pulumi.Resource, provider: pulumi.ProviderResource, depends_on: Sequence[pulumi.Resource]
+) -> k8s.helm.v3.Release:
+    """A Helm release from a rendered gpushare.render.stack.HelmRelease (values stay visible to policies)."""
+    return k8s.helm.v3.Release(
+        release.name,
+        name=release.name,
+        namespace=release.namespace,
+        chart=release.chart,
+        version=release.version,
+        repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=release.repository) if release.repository else None,
+        values=release.values,
+        skip_crds=release.skip_crds,
+        atomic=True,
+        cleanup_on_fail=True,
+        opts=pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=list(depends_on)),
+    )

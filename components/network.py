@@ -1,0 +1,113 @@
+"""Network: a new VPC over two or three zones (private node subnets behind NAT), or an existing one."""
+
+from __future__ import annotations
+
+import ipaddress
+
+import pulumi
+import pulumi_aws as aws
+
+from gpushare.config import StackConfig
+
+
+class Network(pulumi.ComponentResource):
+    """Subnets are tagged for load balancers and for Karpenter's `karpenter.sh/discovery` selector."""
+
+    vpc_id: pulumi.Output[str]
+    private_subnet_ids: pulumi.Output[list[str]]
+    public_subnet_ids: pulumi.Output[list[str]]
+
+    def __init__(self, name: str, config: StackConfig, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("gpushare:index:Network", name, None, opts)
+        network = config.cluster.network
+        if network.creates_vpc:
+            self._create(config)
+        else:
+            self.vpc_id = pulumi.Output.from_input(network.vpc_id or "")
+            self.private_subnet_ids = pulumi.Output.from_input(list(network.private_subnet_ids))
+            self.public_subnet_ids = pulumi.Output.from_input(list(network.public_subnet_ids))
+        self.register_outputs(
+            {
+                "vpcId": self.vpc_id,
+                "privateSubnetIds": self.private_subnet_ids,
+                "publicSubnetIds": self.public_subnet_ids,
+            }
+        )
+
+    def _create(self, config: StackConfig) -> None:
+        cluster = config.cluster.name
+        tags = config.cluster.tags
+        child = pulumi.ResourceOptions(parent=self)
+        zones = aws.get_availability_zones_output(state="available").names
+        vpc_net = ipaddress.ip_network(config.cluster.network.cidr)
+        # Halves: private /n+2 blocks for nodes (pods take VPC IPs), small public blocks for NAT and LBs.
+        private_blocks = list(vpc_net.subnets(prefixlen_diff=2))
+        public_blocks = list(private_blocks[-1].subnets(prefixlen_diff=4))
+        vpc = aws.ec2.Vpc(
+            f"{cluster}-vpc",
+            cidr_block=str(vpc_net),
+            enable_dns_hostnames=True,
+            enable_dns_support=True,
+            tags={**tags, "Name": cluster},
+            opts=child,
+        )
+        igw = aws.ec2.InternetGateway(f"{cluster}-igw", vpc_id=vpc.id, tags={**tags, "Name": cluster}, opts=child)
+        public_rt = aws.ec2.RouteTable(
+            f"{cluster}-public",
+            vpc_id=vpc.id,
+            routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", gateway_id=igw.id)],
+            tags={**tags, "Name": f"{cluster}-public"},
+            opts=child,
+        )
+        private_ids: list[pulumi.Output[str]] = []
+        public_ids: list[pulumi.Output[str]] = []
+        for index in range(config.cluster.network.zone_count):
+            zone = zones[index]
+            public = aws.ec2.Subnet(
+                f"{cluster}-public-{index}",
+                vpc_id=vpc.id,
+                cidr_block=str(public_blocks[index]),
+                availability_zone=zone,
+                map_public_ip_on_launch=False,
+                tags={**tags, "Name": f"{cluster}-public-{index}", "kubernetes.io/role/elb": "1"},
+                opts=child,
+            )
+            aws.ec2.RouteTableAssociation(
+                f"{cluster}-public-{index}", subnet_id=public.id, route_table_id=public_rt.id, opts=child
+            )
+            eip = aws.ec2.Eip(f"{cluster}-nat-{index}", domain="vpc", tags={**tags, "Name": cluster}, opts=child)
+            nat = aws.ec2.NatGateway(
+                f"{cluster}-nat-{index}",
+                subnet_id=public.id,
+                allocation_id=eip.id,
+                tags={**tags, "Name": f"{cluster}-nat-{index}"},
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[igw]),
+            )
+            private = aws.ec2.Subnet(
+                f"{cluster}-private-{index}",
+                vpc_id=vpc.id,
+                cidr_block=str(private_blocks[index]),
+                availability_zone=zone,
+                tags={
+                    **tags,
+                    "Name": f"{cluster}-private-{index}",
+                    "kubernetes.io/role/internal-elb": "1",
+                    "karpenter.sh/discovery": cluster,
+                },
+                opts=child,
+            )
+            private_rt = aws.ec2.RouteTable(
+                f"{cluster}-private-{index}",
+                vpc_id=vpc.id,
+                routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", nat_gateway_id=nat.id)],
+                tags={**tags, "Name": f"{cluster}-private-{index}"},
+                opts=child,
+            )
+            aws.ec2.RouteTableAssociation(
+                f"{cluster}-private-{index}", subnet_id=private.id, route_table_id=private_rt.id, opts=child
+            )
+            private_ids.append(private.id)
+            public_ids.append(public.id)
+        self.vpc_id = vpc.id
+        self.private_subnet_ids = pulumi.Output.all(*private_ids)
+        self.public_subnet_ids = pulumi.Output.all(*public_ids)

@@ -1,0 +1,44 @@
+"""Tenancy: per team a namespace with GPU quota and defaults, and optional namespace-scoped API access."""
+
+from __future__ import annotations
+
+import pulumi
+import pulumi_aws as aws
+
+from components.cluster import Cluster
+from components.kube import declare_all
+from gpushare.config import StackConfig
+from gpushare.render.tenancy import team_objects
+
+# The managed EKS access policy that grants edit rights, scoped below to the team's namespace only.
+TEAM_ACCESS_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSEditPolicy"
+
+
+class Tenancy(pulumi.ComponentResource):
+    def __init__(
+        self, name: str, config: StackConfig, cluster: Cluster, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("gpushare:index:Tenancy", name, None, opts)
+        after_cluster = pulumi.ResourceOptions(parent=self, depends_on=[cluster.eks_cluster])
+        for team in config.teams:
+            namespace, *owned = team_objects(config, team)
+            declare_all(owned, self, cluster.provider, declare_all([namespace], self, cluster.provider))
+            if team.namespace_access_role_arn is None:
+                continue
+            entry = aws.eks.AccessEntry(
+                f"{config.cluster.name}-team-{team.name}",
+                cluster_name=config.cluster.name,
+                principal_arn=team.namespace_access_role_arn,
+                type="STANDARD",
+                tags=config.cluster.tags,
+                opts=after_cluster,
+            )
+            aws.eks.AccessPolicyAssociation(
+                f"{config.cluster.name}-team-{team.name}",
+                cluster_name=config.cluster.name,
+                principal_arn=entry.principal_arn,
+                policy_arn=TEAM_ACCESS_POLICY,
+                access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="namespace", namespaces=[team.name]),
+                opts=after_cluster,
+            )
+        self.register_outputs({"teams": [team.name for team in config.teams]})

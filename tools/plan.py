@@ -1,0 +1,157 @@
+"""Offline plan: run the stack under Pulumi's mocks and write what it would create to build/<stack>/.
+
+    python -m tools.plan --config Pulumi.dev.yaml --out build
+
+Writes plan.json (every resource with type, parent, dependencies, provider and inputs), manifests/ (each
+Kubernetes object the stack creates directly), helm/ (each release's chart, version and values), and prints
+a capacity and cost summary. Bad input: one line on stderr, exit code 2, nothing written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gpushare.catalog import load_catalog
+from gpushare.config import StackConfig, load_stack_config
+from gpushare.errors import UserError
+from gpushare.render.yamlio import dump
+from tools.offline import run_program
+
+EXIT_BAD_INPUT = 2
+HELM_TYPE = "kubernetes:helm.sh/v3:Release"
+
+
+def stack_name(config_path: Path) -> str:
+    """Pulumi.dev.yaml -> dev; any other file -> its stem."""
+    parts = config_path.name.split(".")
+    return parts[1] if len(parts) == 3 and parts[0] == "Pulumi" else config_path.stem
+
+
+def read_stack_file(path: Path) -> dict[str, Any]:
+    """The `config:` map of a stack file; UserError when the file cannot be used."""
+    try:
+        document = yaml.safe_load(path.read_text())
+    except OSError as error:
+        raise UserError(f"{path}: cannot read ({error.strerror})") from None
+    except yaml.YAMLError as error:
+        raise UserError(f"{path}: not valid YAML ({str(error).splitlines()[0]})") from None
+    if not isinstance(document, dict) or not isinstance(document.get("config"), dict):
+        raise UserError(f"{path}: config: missing; a stack file holds a `config:` map of keys")
+    return document["config"]
+
+
+def build_plan(raw: dict[str, Any], stack: str) -> tuple[StackConfig, dict[str, Any]]:
+    config = load_stack_config(raw)
+    monitor = run_program(raw, stack)
+    resources = sorted(monitor.recorded, key=lambda r: r["urn"])
+    plan = {"project": "gpushare", "stack": stack, "resources": resources, "outputs": monitor.outputs, "violations": []}
+    return config, plan
+
+
+def kubernetes_manifests(plan: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """File name -> object, for every Kubernetes object the stack declares directly (not via Helm)."""
+    manifests = {}
+    for resource in plan["resources"]:
+        if not resource["type"].startswith("kubernetes:") or resource["type"] == HELM_TYPE:
+            continue
+        body = resource["inputs"]
+        meta = body["metadata"]
+        parts = [body["kind"], meta.get("namespace"), meta["name"]]
+        manifests["-".join(p for p in parts if p).lower() + ".yaml"] = body
+    return manifests
+
+
+def helm_files(plan: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    files = {}
+    for resource in plan["resources"]:
+        if resource["type"] == HELM_TYPE:
+            inputs = resource["inputs"]
+            files[f"{inputs['name']}.yaml"] = {
+                "name": inputs["name"],
+                "namespace": inputs["namespace"],
+                "chart": inputs["chart"],
+                "version": inputs["version"],
+                "repository": inputs.get("repositoryOpts", {}).get("repo"),
+                "values": inputs.get("values", {}),
+            }
+    return files
+
+
+def write_plan(plan: dict[str, Any], folder: Path) -> None:
+    """Write into a temporary folder and swap it in, so a failure never leaves a half-written plan."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
+    (staging / "plan.json").write_text(json.dumps(plan, indent=2, sort_keys=True) + "\n")
+    for sub, files in (("manifests", kubernetes_manifests(plan)), ("helm", helm_files(plan))):
+        (staging / sub).mkdir()
+        for name, body in sorted(files.items()):
+            (staging / sub / name).write_text(dump(body))
+    if folder.exists():
+        shutil.rmtree(folder)
+    staging.rename(folder)
+
+
+def summary(config: StackConfig) -> str:
+    """Per pool and instance type: what one node offers, how many the limit admits, what it costs."""
+    catalog = load_catalog()
+    header = ("pool", "sharing", "instance type", "GPUs", "vGPUs", "gpumem MiB", "gpucores", "nodes", "USD/node-h")
+    rows: list[tuple[str, ...]] = [header]
+    for pool in config.pools:
+        limit = config.pool_vgpu_limit(pool)
+        capacities = {c.instance_type: c for c in config.capacities.get(pool.name, ())}
+        for type_name in pool.instance_types:
+            itype = catalog.instance_type(type_name)
+            cap = capacities.get(type_name)
+            per_node = cap.vgpus if cap else itype.gpu_count
+            rows.append(
+                (
+                    pool.name,
+                    pool.sharing,
+                    type_name,
+                    str(itype.gpu_count),
+                    str(cap.vgpus) if cap else "-",
+                    str(cap.gpu_memory_mib) if cap else "-",
+                    str(cap.gpu_cores) if cap else "-",
+                    str(limit // per_node),
+                    f"{itype.on_demand_usd_per_hour:.3f}",
+                )
+            )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows]
+    lines.insert(1, "  ".join("-" * width for width in widths))
+    prices = catalog.prices
+    lines.append(
+        f"prices: {prices.region} {prices.capacity_type}, {prices.date}; nodes = how many the pool limit admits"
+    )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="make plan", description=__doc__.splitlines()[0])
+    parser.add_argument("--config", type=Path, required=True, help="stack file, e.g. Pulumi.dev.yaml")
+    parser.add_argument("--out", type=Path, default=Path("build"), help="output folder (default: build)")
+    args = parser.parse_args(argv)
+    stack = stack_name(args.config)
+    try:
+        raw = read_stack_file(args.config)
+        config, plan = build_plan(raw, stack)
+    except UserError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    folder = args.out / stack
+    write_plan(plan, folder)
+    print(summary(config))
+    print(f"plan: {folder / 'plan.json'} ({len(plan['resources'])} resources)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
