@@ -44,3 +44,34 @@ def dev() -> StackConfig:
 @pytest.fixture
 def prod() -> StackConfig:
     return load_stack_config(raw_stack("prod"))
+
+
+def run_plan(config_path: Path, out: Path):
+    """Run `python -m tools.plan` as `make plan` does, in a fresh interpreter (one Pulumi runtime each)."""
+    import subprocess
+    import sys
+
+    return subprocess.run(
+        [sys.executable, "-m", "tools.plan", "--config", str(config_path), "--out", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+@pytest.fixture(scope="session")
+def plans(tmp_path_factory) -> dict[str, dict[str, Any]]:
+    """The dev and prod offline plans, built once per session."""
+    import json
+
+    out = tmp_path_factory.mktemp("plans")
+    result = {}
+    for stack in ("dev", "prod"):
+        completed = run_plan(ROOT / f"Pulumi.{stack}.yaml", out)
+        assert completed.returncode == 0, completed.stderr
+        result[stack] = json.loads((out / stack / "plan.json").read_text())
+        result[stack]["_folder"] = out / stack
+        result[stack]["_stdout"] = completed.stdout
+    return result

@@ -128,7 +128,7 @@ class RecordingMonitor(mocks.MockMonitor):
         self.recorded: list[dict[str, Any]] = []
         self.outputs: dict[str, Any] = {}
 
-    def RegisterResource(self, request: Any) -> Any:  # noqa: N802 - gRPC method name
+    def RegisterResource(self, request: Any) -> Any:
         """Like MockMonitor's, but inputs stay wire data: resource references are not rehydrated into
         Resource objects (that would start SDK work on this monitor thread's own event loop)."""
         urn = self.make_urn(request.parent, request.type, request.name)

@@ -58,6 +58,7 @@ def helm_releases(config: StackConfig) -> list[HelmRelease]:
             config.karpenter.chart_version,
             None,
             karpenter.karpenter_values(config),
+            skip_crds=True,
         ),
         HelmRelease(
             names.HAMI_RELEASE,

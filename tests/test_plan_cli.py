@@ -1,0 +1,58 @@
+"""`make plan` as a user meets it: output files, summary, determinism, and bad input."""
+
+from __future__ import annotations
+
+import yaml
+
+from tests.conftest import ROOT, raw_stack, run_plan
+
+
+def test_plan_writes_manifests_and_helm_values(plans):
+    folder = plans["prod"]["_folder"]
+    manifests = sorted(p.name for p in (folder / "manifests").iterdir())
+    assert "nodepool-g5-shared.yaml" in manifests and "ec2nodeclass-gpu.yaml" in manifests
+    overlay = yaml.safe_load((folder / "manifests" / "nodeoverlay-g5-shared-g5-xlarge.yaml").read_text())
+    assert overlay["spec"]["capacity"]["nvidia.com/gpumem"] == "23028"
+    helm = {p.name for p in (folder / "helm").iterdir()}
+    assert helm == {"karpenter-crd.yaml", "karpenter.yaml", "hami.yaml", "nvidia-device-plugin.yaml"}
+    hami = yaml.safe_load((folder / "helm" / "hami.yaml").read_text())
+    assert (hami["chart"], hami["version"], hami["repository"]) == (
+        "hami",
+        "2.8.3",
+        "https://project-hami.github.io/HAMi/",
+    )
+
+
+def test_plan_prints_capacity_and_cost_summary(plans):
+    out = plans["dev"]["_stdout"]
+    assert "g5-shared    hami     g5.12xlarge    4     40     92112       400       2      5.672" in out
+    assert "prices: us-east-1 on-demand, 2026-07-20" in out
+
+
+def test_same_input_same_output(plans, tmp_path):
+    assert run_plan(ROOT / "Pulumi.dev.yaml", tmp_path).returncode == 0
+    first = plans["dev"]["_folder"]
+    for path in sorted(first.rglob("*")):
+        if path.is_file():
+            assert (tmp_path / "dev" / path.relative_to(first)).read_bytes() == path.read_bytes(), path.name
+
+
+def test_bad_config_exits_2_with_one_line_and_writes_nothing(tmp_path):
+    raw = raw_stack("dev")
+    raw["gpushare:pools"][0]["instanceTypes"][0] = "g5.huge"
+    stack_file = tmp_path / "Pulumi.broken.yaml"
+    stack_file.write_text(yaml.safe_dump({"config": raw}))
+    completed = run_plan(stack_file, tmp_path / "out")
+    assert completed.returncode == 2
+    assert completed.stderr.startswith("error: gpushare:pools[0].instanceTypes[0]: 'g5.huge' is not in the GPU catalog")
+    assert completed.stderr.count("\n") == 1 and "Traceback" not in completed.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_unreadable_stack_file_exits_2(tmp_path):
+    missing = run_plan(tmp_path / "Pulumi.nope.yaml", tmp_path / "out")
+    assert missing.returncode == 2 and "cannot read" in missing.stderr
+    garbage = tmp_path / "Pulumi.garbage.yaml"
+    garbage.write_text("config: [unclosed")
+    bad = run_plan(garbage, tmp_path / "out")
+    assert bad.returncode == 2 and "not valid YAML" in bad.stderr and "Traceback" not in bad.stderr

@@ -1,0 +1,164 @@
+"""Wiring of the Pulumi program, read off the offline plan recorded under Pulumi's mocks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+STACKS = ("dev", "prod")
+COMPONENT_PREFIX = "gpushare:index:"
+
+
+def by_type(plan: dict[str, Any], token: str) -> list[dict[str, Any]]:
+    return [r for r in plan["resources"] if r["type"] == token]
+
+
+def one(plan: dict[str, Any], token: str, name: str) -> dict[str, Any]:
+    [resource] = [r for r in by_type(plan, token) if r["name"] == name]
+    return resource
+
+
+def urn(plan: dict[str, Any], token: str, name: str) -> str:
+    return one(plan, token, name)["urn"]
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_plan_records_the_documented_fields(plans, stack):
+    plan = plans[stack]
+    assert (plan["project"], plan["stack"], plan["violations"]) == ("gpushare", stack, [])
+    for resource in plan["resources"]:
+        assert set(resource) == {"urn", "type", "name", "custom", "parent", "dependencies", "provider", "inputs"}
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_resource_is_parented_to_a_component(plans, stack):
+    components = {r["urn"] for r in plans[stack]["resources"] if r["type"].startswith(COMPONENT_PREFIX)}
+    assert len(components) >= 7
+    for resource in plans[stack]["resources"]:
+        if resource["urn"] in components:
+            assert resource["parent"].endswith(f"pulumi:pulumi:Stack::gpushare-{stack}")
+        else:
+            assert resource["parent"] in components, resource["urn"]
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_kubernetes_resource_uses_the_cluster_provider(plans, stack):
+    plan = plans[stack]
+    [provider] = by_type(plan, "pulumi:providers:kubernetes")
+    kube = [r for r in plan["resources"] if r["type"].startswith("kubernetes:")]
+    assert len(kube) > 20
+    for resource in kube:
+        assert resource["provider"] == provider["urn"], resource["urn"]
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_karpenter_objects_depend_on_both_releases(plans, stack):
+    plan = plans[stack]
+    releases = {urn(plan, "kubernetes:helm.sh/v3:Release", n) for n in ("karpenter", "karpenter-crd")}
+    objects = (
+        by_type(plan, "kubernetes:karpenter.sh/v1:NodePool")
+        + by_type(plan, "kubernetes:karpenter.sh/v1alpha1:NodeOverlay")
+        + by_type(plan, "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass")
+    )
+    assert objects
+    for obj in objects:
+        assert releases <= set(obj["dependencies"]), obj["urn"]
+
+
+def test_node_pools_depend_on_node_class_overlays_and_their_device_plugin(plans):
+    plan = plans["prod"]
+    node_class = urn(plan, "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass", "ec2nodeclass-gpu")
+    hami = urn(plan, "kubernetes:helm.sh/v3:Release", "hami")
+    mock = urn(plan, "kubernetes:apps/v1:DaemonSet", "daemonset-kube-system-hami-mock-device-plugin")
+    nvidia = urn(plan, "kubernetes:helm.sh/v3:Release", "nvidia-device-plugin")
+    shared = set(one(plan, "kubernetes:karpenter.sh/v1:NodePool", "nodepool-g5-shared")["dependencies"])
+    assert {node_class, hami, mock} <= shared
+    assert urn(plan, "kubernetes:karpenter.sh/v1alpha1:NodeOverlay", "nodeoverlay-g5-shared-g5-xlarge") in shared
+    exclusive = set(one(plan, "kubernetes:karpenter.sh/v1:NodePool", "nodepool-training")["dependencies"])
+    assert {node_class, nvidia} <= exclusive
+    assert hami not in exclusive
+
+
+def test_karpenter_controller_waits_for_its_iam_queue_and_nodes(plans):
+    plan = plans["dev"]
+    deps = set(one(plan, "kubernetes:helm.sh/v3:Release", "karpenter")["dependencies"])
+    expected = {
+        urn(plan, "kubernetes:helm.sh/v3:Release", "karpenter-crd"),
+        urn(plan, "aws:eks/podIdentityAssociation:PodIdentityAssociation", "gpushare-dev-karpenter"),
+        urn(plan, "aws:iam/rolePolicy:RolePolicy", "gpushare-dev-karpenter-controller"),
+        urn(plan, "aws:eks/accessEntry:AccessEntry", "gpushare-dev-karpenter-node"),
+        urn(plan, "eks:index:ManagedNodeGroup", "gpushare-dev-system"),
+        urn(plan, "aws:cloudwatch/eventTarget:EventTarget", "gpushare-dev-karpenter-spot-interruption"),
+    }
+    assert expected <= deps
+
+
+def test_mock_plugin_depends_on_the_hami_release(plans):
+    plan = plans["dev"]
+    hami = urn(plan, "kubernetes:helm.sh/v3:Release", "hami")
+    for token in ("kubernetes:apps/v1:DaemonSet", "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole"):
+        for resource in by_type(plan, token):
+            assert hami in resource["dependencies"]
+
+
+def test_cluster_is_private_encrypted_logged_and_api_authenticated(plans):
+    inputs = one(plans["prod"], "eks:index:Cluster", "gpushare-prod")["inputs"]
+    assert inputs["authenticationMode"] == "API"
+    assert inputs["skipDefaultNodeGroup"] is True
+    assert inputs["endpointPublicAccess"] is False
+    assert inputs["encryptionConfigKeyArn"].startswith("arn:aws:kms:us-east-1:")
+    assert set(inputs["enabledClusterLogTypes"]) == {"api", "audit", "authenticator", "controllerManager", "scheduler"}
+
+
+def test_karpenter_release_values_and_controller_policy(plans):
+    plan = plans["dev"]
+    release = one(plan, "kubernetes:helm.sh/v3:Release", "karpenter")["inputs"]
+    assert release["chart"] == "oci://public.ecr.aws/karpenter/karpenter"
+    assert release["values"]["settings"]["featureGates"] == {"nodeOverlay": True}
+    assert release["skipCrds"] is True
+    import json
+
+    policy = json.loads(
+        one(plan, "aws:iam/rolePolicy:RolePolicy", "gpushare-dev-karpenter-controller")["inputs"]["policy"]
+    )
+    resources = [s["Resource"] for s in policy["Statement"]]
+    assert "*" not in [r for r in resources if isinstance(r, str) and r != "*"]
+    describe = next(s for s in policy["Statement"] if s["Sid"] == "AllowAPIServerEndpointDiscovery")
+    assert describe["Resource"] == "arn:aws:eks:us-west-2:123456789012:cluster/gpushare-dev"
+    pass_role = next(s for s in policy["Statement"] if s["Sid"] == "AllowPassingInstanceRole")
+    assert pass_role["Resource"] == "arn:aws:iam::123456789012:role/gpushare-dev-karpenter-node"
+
+
+def test_interruption_queue_is_encrypted_and_fed_by_five_rules(plans):
+    plan = plans["dev"]
+    queue = one(plan, "aws:sqs/queue:Queue", "gpushare-dev-karpenter")["inputs"]
+    assert queue["sqsManagedSseEnabled"] is True and queue["messageRetentionSeconds"] == 300
+    assert len(by_type(plan, "aws:cloudwatch/eventRule:EventRule")) == 5
+
+
+def test_team_access_is_scoped_to_its_namespace(plans):
+    plan = plans["prod"]
+    associations = by_type(plan, "aws:eks/accessPolicyAssociation:AccessPolicyAssociation")
+    assert {tuple(a["inputs"]["accessScope"]["namespaces"]) for a in associations} == {("ml-research",), ("inference",)}
+    assert all(a["inputs"]["accessScope"]["type"] == "namespace" for a in associations)
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_stack_outputs(plans, stack):
+    outputs = plans[stack]["outputs"]
+    assert outputs["clusterName"] == f"gpushare-{stack}"
+    assert outputs["kubeconfig"] == "[secret]"
+    assert outputs["karpenterQueueName"] == f"gpushare-{stack}-karpenter"
+    assert outputs["karpenterNodeRoleArn"].endswith(f":role/gpushare-{stack}-karpenter-node")
+    assert outputs["karpenterControllerRoleArn"].endswith(f":role/gpushare-{stack}-karpenter-controller")
+    assert outputs["pools"]["g5-shared"]["vgpusPerNode"]["g5.xlarge"] == 10
+
+
+def test_new_vpc_spans_zones_with_tagged_private_subnets(plans):
+    subnets = by_type(plans["prod"], "aws:ec2/subnet:Subnet")
+    private = [s for s in subnets if "private" in s["name"]]
+    assert len(private) == 3
+    assert all(s["inputs"]["tags"]["karpenter.sh/discovery"] == "gpushare-prod" for s in private)
+    assert len({s["inputs"]["availabilityZone"] for s in private}) == 3
+    assert not any(s["inputs"].get("mapPublicIpOnLaunch", False) for s in subnets)
