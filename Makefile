@@ -3,9 +3,8 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STACK  ?= dev
 CONFIG ?= Pulumi.$(STACK).yaml
-PLAN   ?= build/$(STACK)/plan.json
 
-.PHONY: test lint plan check golden bench clean
+.PHONY: test lint plan golden bench clean
 
 $(VENV)/.installed: requirements.txt
 	python3 -m venv $(VENV)
@@ -21,9 +20,6 @@ lint: $(VENV)/.installed ## ruff lint and format check
 
 plan: $(VENV)/.installed ## offline plan of STACK (or CONFIG=path) into build/<stack>/
 	$(PY) -m tools.plan --config $(CONFIG) --out build
-
-check: $(VENV)/.installed ## run the policy pack over PLAN=path/to/plan.json
-	$(PY) -m tools.check $(PLAN)
 
 golden: $(VENV)/.installed ## rewrite tests/golden/ from the dev and prod stack files
 	$(PY) -m tools.golden

@@ -17,10 +17,8 @@ HAMI_CHART_VERSIONS: Final = ("2.7.0", "2.7.1", "2.8.0", "2.8.1", "2.8.2", "2.8.
 MOCK_COMPATIBLE_HAMI: Final = {"1.0.1": ("2.7.0", "2.7.1", "2.8.0", "2.8.1", "2.8.2", "2.8.3")}
 MOCK_IMAGE_REPOSITORY: Final = "docker.io/projecthami/mock-device-plugin"
 
-# Karpenter: NodeOverlay exists from 1.7.0 behind the NodeOverlay gate; 1.13.0 stopped one broken
-# NodePool from blocking all provisioning (DOMAIN.md section 4).
+# Karpenter: NodeOverlay exists from 1.7.0, behind the NodeOverlay gate (DOMAIN.md section 4).
 KARPENTER_MIN_OVERLAY_VERSION: Final = (1, 7, 0)
-KARPENTER_ADVISED_VERSION: Final = (1, 13, 0)
 
 # The mock plugin advertises one fake device per unit; above this many units of one resource on one node
 # the kubelet's 4 MiB gRPC message limit is exceeded and the resource shows 0 (mock PR #27).

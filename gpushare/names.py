@@ -13,9 +13,6 @@ GPU: Final = "nvidia.com/gpu"
 GPU_MEMORY: Final = "nvidia.com/gpumem"
 GPU_CORES: Final = "nvidia.com/gpucores"
 GPU_MEMORY_PERCENTAGE: Final = "nvidia.com/gpumem-percentage"
-HAMI_RESOURCES: Final = (GPU, GPU_MEMORY, GPU_CORES, GPU_MEMORY_PERCENTAGE)
-# Only nvidia.com/gpu reaches the kubelet without the mock plugin; these are extender-only otherwise.
-MOCK_RESOURCES: Final = (GPU_MEMORY, GPU_CORES, GPU_MEMORY_PERCENTAGE)
 
 # HAMi's default device-plugin node selector, kept because users know it from HAMi's docs.
 HAMI_NODE_LABEL: Final = ("gpu", "on")
