@@ -75,10 +75,12 @@ class Cluster(pulumi.ComponentResource):
             version=cluster.kubernetes_version,
             vpc_id=vpc_id,
             private_subnet_ids=private_subnet_ids,
-            public_subnet_ids=public_subnet_ids or None,
+            public_subnet_ids=public_subnet_ids,
             node_associate_public_ip_address=False,
             authentication_mode=eks.AuthenticationMode.API,
             skip_default_node_group=True,
+            # One security group for every node: the one EKS creates, which system nodes use as well.
+            skip_default_security_groups=True,
             instance_roles=[system_role],
             enabled_cluster_log_types=CONTROL_PLANE_LOGS,
             encryption_config_key_arn=key.arn,
@@ -89,6 +91,14 @@ class Cluster(pulumi.ComponentResource):
             tags=cluster.tags,
             cluster_tags={**cluster.tags, "karpenter.sh/discovery": cluster.name},
             opts=pulumi.ResourceOptions(parent=self, depends_on=attachments),
+        )
+        # Karpenter's EC2NodeClass selects node security groups by this discovery tag.
+        aws.ec2.Tag(
+            f"{cluster.name}-node-sg-discovery",
+            resource_id=self.eks_cluster.cluster_security_group_id,
+            key="karpenter.sh/discovery",
+            value=cluster.name,
+            opts=child,
         )
         group = cluster.system_node_group
         self.system_nodes = eks.ManagedNodeGroup(

@@ -162,3 +162,11 @@ def test_new_vpc_spans_zones_with_tagged_private_subnets(plans):
     assert all(s["inputs"]["tags"]["karpenter.sh/discovery"] == "gpushare-prod" for s in private)
     assert len({s["inputs"]["availabilityZone"] for s in private}) == 3
     assert not any(s["inputs"].get("mapPublicIpOnLaunch", False) for s in subnets)
+
+
+def test_cluster_security_group_is_discoverable_by_karpenter(plans):
+    [tag] = by_type(plans["dev"], "aws:ec2/tag:Tag")
+    assert tag["inputs"]["key"] == "karpenter.sh/discovery" and tag["inputs"]["value"] == "gpushare-dev"
+    assert tag["inputs"]["resourceId"].startswith("sg-")
+    cluster = one(plans["dev"], "eks:index:Cluster", "gpushare-dev")["inputs"]
+    assert cluster["skipDefaultSecurityGroups"] is True

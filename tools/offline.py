@@ -67,6 +67,7 @@ class PlanMocks(pulumi.runtime.Mocks):
             state["name"] = name
         elif token == "eks:index:Cluster":
             state["kubeconfigJson"] = json.dumps(_kubeconfig(name, self.region))
+            state["clusterSecurityGroupId"] = _fake_id("sg", name)
         return resource_id, state
 
     def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]]]:
