@@ -11,18 +11,9 @@ import pulumi_eks as eks
 import pulumi_kubernetes as k8s
 
 from gpushare.config import StackConfig
+from gpushare.render import iam
 
 CONTROL_PLANE_LOGS = ["api", "audit", "authenticator", "controllerManager", "scheduler"]
-SYSTEM_NODE_POLICIES = ("AmazonEKSWorkerNodePolicy", "AmazonEKS_CNI_Policy", "AmazonEC2ContainerRegistryPullOnly")
-
-
-def assume_role_policy(service: str) -> str:
-    return json.dumps(
-        {
-            "Version": "2012-10-17",
-            "Statement": [{"Effect": "Allow", "Principal": {"Service": service}, "Action": "sts:AssumeRole"}],
-        }
-    )
 
 
 class Cluster(pulumi.ComponentResource):
@@ -56,7 +47,7 @@ class Cluster(pulumi.ComponentResource):
         )
         system_role = aws.iam.Role(
             f"{cluster.name}-system-node",
-            assume_role_policy=assume_role_policy("ec2.amazonaws.com"),
+            assume_role_policy=json.dumps(iam.service_trust_policy("ec2.amazonaws.com")),
             tags=cluster.tags,
             opts=child,
         )
@@ -67,7 +58,7 @@ class Cluster(pulumi.ComponentResource):
                 policy_arn=f"arn:aws:iam::aws:policy/{policy}",
                 opts=child,
             )
-            for policy in SYSTEM_NODE_POLICIES
+            for policy in iam.SYSTEM_NODE_POLICIES
         ]
         self.eks_cluster = eks.Cluster(
             cluster.name,

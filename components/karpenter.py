@@ -9,7 +9,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from components.cluster import Cluster, assume_role_policy
+from components.cluster import Cluster
 from components.kube import declare_all, helm_release
 from gpushare import names
 from gpushare.config import StackConfig
@@ -45,7 +45,7 @@ class Karpenter(pulumi.ComponentResource):
         self.node_role = aws.iam.Role(
             f"{cluster_name}-karpenter-node",
             name=node_role_name(config),
-            assume_role_policy=assume_role_policy("ec2.amazonaws.com"),
+            assume_role_policy=json.dumps(iam.service_trust_policy("ec2.amazonaws.com")),
             tags=tags,
             opts=child,
         )
@@ -106,7 +106,9 @@ class Karpenter(pulumi.ComponentResource):
         )
         self.controller_role = aws.iam.Role(
             f"{cluster_name}-karpenter-controller",
-            assume_role_policy=json.dumps(iam.pod_identity_trust_policy()),
+            assume_role_policy=json.dumps(
+                iam.service_trust_policy("pods.eks.amazonaws.com", ("sts:AssumeRole", "sts:TagSession"))
+            ),
             tags=tags,
             opts=child,
         )

@@ -8,6 +8,8 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from gpushare.render.stack import object_id
+
 # Core kinds use their typed classes (type tokens like kubernetes:core/v1:Namespace); anything else is a
 # CustomResource, whose token is kubernetes:<apiVersion>:<kind>.
 _TYPED: dict[str, Callable[..., pulumi.CustomResource]] = {
@@ -19,28 +21,16 @@ _TYPED: dict[str, Callable[..., pulumi.CustomResource]] = {
     "ClusterRoleBinding": k8s.rbac.v1.ClusterRoleBinding,
     "DaemonSet": k8s.apps.v1.DaemonSet,
 }
-_TOP_LEVEL_ARGS = {
-    "metadata": "metadata",
-    "spec": "spec",
-    "rules": "rules",
-    "roleRef": "role_ref",
-    "subjects": "subjects",
-}
-
-
-def resource_name(obj: dict[str, Any]) -> str:
-    """Unique, readable logical name: kind, namespace when namespaced, object name."""
-    meta = obj["metadata"]
-    parts = [obj["kind"].lower(), meta.get("namespace"), meta["name"]]
-    return "-".join(p for p in parts if p)
+# Top-level fields whose Python argument name differs from the Kubernetes field name.
+_PYTHON_ARG = {"roleRef": "role_ref"}
 
 
 def declare(obj: dict[str, Any], opts: pulumi.ResourceOptions) -> pulumi.CustomResource:
     """One rendered object as a Pulumi resource; camelCase keys inside the body pass to the engine as-is."""
-    name = resource_name(obj)
+    name = object_id(obj)
     kind = obj["kind"]
     if kind in _TYPED:
-        args = {_TOP_LEVEL_ARGS[key]: value for key, value in obj.items() if key not in ("apiVersion", "kind")}
+        args = {_PYTHON_ARG.get(key, key): value for key, value in obj.items() if key not in ("apiVersion", "kind")}
         return _TYPED[kind](name, opts=opts, **args)
     return k8s.apiextensions.CustomResource(
         name, api_version=obj["apiVersion"], kind=kind, metadata=obj["metadata"], spec=obj["spec"], opts=opts

@@ -29,6 +29,17 @@ _RESOURCE_SIG = "5cf8f73096256a8f31e491e813e4eb8e"
 _UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
 
 
+# AWS-style id prefixes, so ids in the plan look like the ones `pulumi up` produces.
+_ID_PREFIXES = {
+    "aws:ec2/vpc:Vpc": "vpc",
+    "aws:ec2/subnet:Subnet": "subnet",
+    "aws:ec2/eip:Eip": "eipalloc",
+    "aws:ec2/natGateway:NatGateway": "nat",
+    "aws:ec2/internetGateway:InternetGateway": "igw",
+    "aws:ec2/routeTable:RouteTable": "rtb",
+}
+
+
 def _fake_id(prefix: str, name: str) -> str:
     return f"{prefix}-{hashlib.sha256(name.encode()).hexdigest()[:17]}"
 
@@ -43,15 +54,8 @@ class PlanMocks(pulumi.runtime.Mocks):
         state = dict(args.inputs)
         name = str(state.get("name") or args.name)
         token = args.typ
-        ids = {
-            "aws:ec2/vpc:Vpc": "vpc",
-            "aws:ec2/subnet:Subnet": "subnet",
-            "aws:ec2/eip:Eip": "eipalloc",
-            "aws:ec2/natGateway:NatGateway": "nat",
-            "aws:ec2/internetGateway:InternetGateway": "igw",
-            "aws:ec2/routeTable:RouteTable": "rtb",
-        }
-        resource_id = _fake_id(ids[token], args.name) if token in ids else f"{args.name}-id"
+        prefix = _ID_PREFIXES.get(token)
+        resource_id = _fake_id(prefix, args.name) if prefix else f"{args.name}-id"
         if token == "aws:iam/role:Role":
             state.update(name=name, arn=f"arn:aws:iam::{ACCOUNT_ID}:role/{name}")
         elif token == "aws:sqs/queue:Queue":

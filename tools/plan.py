@@ -22,6 +22,7 @@ import yaml
 from gpushare.catalog import load_catalog
 from gpushare.config import StackConfig, load_stack_config
 from gpushare.errors import UserError
+from gpushare.render.stack import object_id
 from gpushare.render.yamlio import dump
 from tools.offline import run_program
 
@@ -62,10 +63,7 @@ def kubernetes_manifests(plan: dict[str, Any]) -> dict[str, dict[str, Any]]:
     for resource in plan["resources"]:
         if not resource["type"].startswith("kubernetes:") or resource["type"] == HELM_TYPE:
             continue
-        body = resource["inputs"]
-        meta = body["metadata"]
-        parts = [body["kind"], meta.get("namespace"), meta["name"]]
-        manifests["-".join(p for p in parts if p).lower() + ".yaml"] = body
+        manifests[f"{object_id(resource['inputs'])}.yaml"] = resource["inputs"]
     return manifests
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+# Managed policies: system nodes need no SSM access; Karpenter's GPU nodes get it for debugging.
+SYSTEM_NODE_POLICIES = ("AmazonEKSWorkerNodePolicy", "AmazonEKS_CNI_Policy", "AmazonEC2ContainerRegistryPullOnly")
 NODE_ROLE_POLICIES = (
     "AmazonEKSWorkerNodePolicy",
     "AmazonEKS_CNI_Policy",
@@ -202,15 +204,10 @@ def interruption_queue_policy(queue_arn: str) -> dict[str, Any]:
     }
 
 
-def pod_identity_trust_policy() -> dict[str, Any]:
-    """EKS Pod Identity assumes the controller role (no OIDC provider needed)."""
+def service_trust_policy(service: str, actions: tuple[str, ...] = ("sts:AssumeRole",)) -> dict[str, Any]:
+    """A role only `service` may assume: ec2.amazonaws.com for nodes, pods.eks.amazonaws.com for Pod Identity
+    (which also needs sts:TagSession)."""
     return {
         "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Effect": "Allow",
-                "Principal": {"Service": "pods.eks.amazonaws.com"},
-                "Action": ["sts:AssumeRole", "sts:TagSession"],
-            }
-        ],
+        "Statement": [{"Effect": "Allow", "Principal": {"Service": service}, "Action": list(actions)}],
     }

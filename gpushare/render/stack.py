@@ -96,6 +96,12 @@ def tenancy_objects(config: StackConfig) -> list[dict[str, Any]]:
     return [obj for team in config.teams for obj in tenancy.team_objects(config, team)]
 
 
+def object_id(obj: dict[str, Any]) -> str:
+    """Unique, readable id of a rendered object: kind, namespace when namespaced, name (all lower case)."""
+    meta = obj["metadata"]
+    return "-".join(part for part in (obj["kind"], meta.get("namespace"), meta["name"]) if part).lower()
+
+
 def kubernetes_objects(config: StackConfig) -> list[dict[str, Any]]:
     """Every Kubernetes object the stack creates directly (not through Helm), in apply order."""
     return gpu_capacity_objects(config) + hami.mock_device_plugin_objects(config) + tenancy_objects(config)
