@@ -5,7 +5,9 @@ Used by config validation (refuse a bad combination early) and by the policy pac
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
+
+from gpushare import names
 
 # HAMi chart versions published at https://project-hami.github.io/HAMi/ that this project knows the
 # value keys of (DOMAIN.md section 3, read from Project-HAMi/HAMi charts/hami at each tag).
@@ -50,3 +52,19 @@ def mock_image_tag(image: str) -> str:
     """`docker.io/projecthami/mock-device-plugin:1.0.1` -> `1.0.1` (empty when untagged)."""
     name, _, tag = image.rpartition(":")
     return tag if name and "/" not in tag else ""
+
+
+def hami_fullname(release_name: str, values: dict[str, Any]) -> str:
+    """The chart's `hami-vgpu.fullname`: fullnameOverride, else the release name when it contains the chart
+    name, else `<release>-<chart name>` (charts/hami/templates/_helpers.tpl, 2.7.0 to 2.10.0)."""
+    if values.get("fullnameOverride"):
+        return str(values["fullnameOverride"])[:63].rstrip("-")
+    chart_name = values.get("nameOverride") or names.HAMI_CHART
+    full = release_name if chart_name in release_name else f"{release_name}-{chart_name}"
+    return full[:63].rstrip("-")
+
+
+def hami_device_configmap(release_name: str, values: dict[str, Any]) -> str:
+    """The device ConfigMap the release creates: `<fullname>-scheduler-device` (scheduler/device-configmap.yaml)."""
+    scheduler = f"{hami_fullname(release_name, values)}-scheduler"[:63].rstrip("-")
+    return f"{scheduler}-device"

@@ -41,6 +41,16 @@ EC2_NODE_CLASS_API: Final = "karpenter.k8s.aws/v1"
 EC2_NODE_CLASS_GROUP: Final = "karpenter.k8s.aws"
 GPU_NODE_CLASS: Final = "gpu"
 
+# Team namespaces: the team label, and the pools the team may use (so policies can weigh its quota).
+TEAM_LABEL: Final = "gpushare.io/team"
+TEAM_POOLS_ANNOTATION: Final = "gpushare.io/pools"
+
+# Chart names (the last segment of an OCI reference); the policy pack finds releases by them.
+KARPENTER_CHART: Final = "karpenter"
+KARPENTER_CRD_CHART: Final = "karpenter-crd"
+HAMI_CHART: Final = "hami"
+NVIDIA_PLUGIN_CHART: Final = "nvidia-device-plugin"
+
 # Helm releases: names are pinned because chart object names derive from them.
 KARPENTER_NAMESPACE: Final = "kube-system"
 KARPENTER_RELEASE: Final = "karpenter"
@@ -48,9 +58,8 @@ KARPENTER_CRD_RELEASE: Final = "karpenter-crd"
 KARPENTER_SERVICE_ACCOUNT: Final = "karpenter"
 HAMI_NAMESPACE: Final = "kube-system"
 HAMI_RELEASE: Final = "hami"
-# The chart names its device ConfigMap `<fullname>-scheduler-device`; fullname is the release name when
-# the release name contains the chart name "hami" (chart _helpers.tpl, hami-vgpu.fullname).
-HAMI_DEVICE_CONFIGMAP: Final = "hami-scheduler-device"
+# The key of the device config in the release's `<fullname>-scheduler-device` ConfigMap
+# (compat.hami_device_configmap derives the name).
 HAMI_DEVICE_CONFIG_KEY: Final = "device-config.yaml"
 NVIDIA_PLUGIN_NAMESPACE: Final = "kube-system"
 NVIDIA_PLUGIN_RELEASE: Final = "nvidia-device-plugin"

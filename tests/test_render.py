@@ -144,11 +144,15 @@ def test_team_only_on_exclusive_pools_skips_the_hami_webhook(prod_raw):
     assert "hami.io/webhook" not in mixed["metadata"]["labels"]
 
 
-def test_team_scheduler_policy_is_recorded_on_the_namespace(dev):
+def test_team_scheduler_policy_and_pools_are_recorded_on_the_namespace(dev):
     namespace = tenancy.team_objects(dev, dev.teams[1])[0]
     assert namespace["metadata"]["annotations"] == {
-        "gpushare.io/node-scheduler-policy": "spread",
         "gpushare.io/gpu-scheduler-policy": "binpack",
+        "gpushare.io/node-scheduler-policy": "spread",
+        "gpushare.io/pools": "g4dn-shared",
+    }
+    assert tenancy.team_objects(dev, dev.teams[0])[0]["metadata"]["annotations"] == {
+        "gpushare.io/pools": "g5-shared,g4dn-shared"
     }
 
 

@@ -121,7 +121,10 @@ def _mock_pod_spec(config: StackConfig) -> dict[str, Any]:
         "volumes": [
             {"name": "device-plugins", "hostPath": {"path": "/var/lib/kubelet/device-plugins", "type": "Directory"}},
             {"name": "sys", "hostPath": {"path": "/sys", "type": "Directory"}},
-            {"name": "device-config", "configMap": {"name": names.HAMI_DEVICE_CONFIGMAP}},
+            {
+                "name": "device-config",
+                "configMap": {"name": compat.hami_device_configmap(names.HAMI_RELEASE, hami_values(config))},
+            },
         ],
     }
 

@@ -9,8 +9,8 @@ from gpushare import names
 from gpushare.config import StackConfig
 from gpushare.render import hami, karpenter, tenancy
 
-KARPENTER_CHART = "oci://public.ecr.aws/karpenter/karpenter"
-KARPENTER_CRD_CHART = "oci://public.ecr.aws/karpenter/karpenter-crd"
+KARPENTER_CHART = f"oci://public.ecr.aws/karpenter/{names.KARPENTER_CHART}"
+KARPENTER_CRD_CHART = f"oci://public.ecr.aws/karpenter/{names.KARPENTER_CRD_CHART}"
 HAMI_REPOSITORY = "https://project-hami.github.io/HAMi/"
 NVIDIA_PLUGIN_REPOSITORY = "https://nvidia.github.io/k8s-device-plugin"
 
@@ -63,7 +63,7 @@ def helm_releases(config: StackConfig) -> list[HelmRelease]:
         HelmRelease(
             names.HAMI_RELEASE,
             names.HAMI_NAMESPACE,
-            "hami",
+            names.HAMI_CHART,
             config.hami.chart_version,
             HAMI_REPOSITORY,
             hami.hami_values(config),
@@ -74,7 +74,7 @@ def helm_releases(config: StackConfig) -> list[HelmRelease]:
             HelmRelease(
                 names.NVIDIA_PLUGIN_RELEASE,
                 names.NVIDIA_PLUGIN_NAMESPACE,
-                "nvidia-device-plugin",
+                names.NVIDIA_PLUGIN_CHART,
                 config.nvidia_device_plugin.chart_version,
                 NVIDIA_PLUGIN_REPOSITORY,
                 hami.nvidia_device_plugin_values(),

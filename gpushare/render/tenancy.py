@@ -7,7 +7,6 @@ from typing import Any
 from gpushare import names
 from gpushare.config import StackConfig, TeamConfig
 
-TEAM_LABEL = "gpushare.io/team"
 # HAMi reads scheduling policy only from pod annotations (hami.io/*-scheduler-policy); the team default is
 # recorded on the namespace for the team's tooling to copy onto its pods.
 NODE_POLICY_ANNOTATION = "gpushare.io/node-scheduler-policy"
@@ -17,7 +16,7 @@ GPU_POLICY_ANNOTATION = "gpushare.io/gpu-scheduler-policy"
 def team_objects(config: StackConfig, team: TeamConfig) -> list[dict[str, Any]]:
     """Namespace, ResourceQuota and LimitRange for one team, in apply order."""
     labels = {
-        TEAM_LABEL: team.name,
+        names.TEAM_LABEL: team.name,
         "pod-security.kubernetes.io/enforce": "baseline",
         "pod-security.kubernetes.io/warn": "restricted",
     }
@@ -28,14 +27,14 @@ def team_objects(config: StackConfig, team: TeamConfig) -> list[dict[str, Any]]:
         "kind": "Namespace",
         "metadata": {"name": team.name, "labels": labels},
     }
+    annotations = {names.TEAM_POOLS_ANNOTATION: ",".join(team.pools)}
     if team.scheduler_policy is not None:
-        namespace["metadata"]["annotations"] = {
-            NODE_POLICY_ANNOTATION: team.scheduler_policy.node,
-            GPU_POLICY_ANNOTATION: team.scheduler_policy.gpu,
-        }
+        annotations[NODE_POLICY_ANNOTATION] = team.scheduler_policy.node
+        annotations[GPU_POLICY_ANNOTATION] = team.scheduler_policy.gpu
+    namespace["metadata"]["annotations"] = dict(sorted(annotations.items()))
     quota = team.quota
     factor = config.hami.profile.memory_factor
-    owned = {"name": f"{team.name}-gpu", "namespace": team.name, "labels": {TEAM_LABEL: team.name}}
+    owned = {"name": f"{team.name}-gpu", "namespace": team.name, "labels": {names.TEAM_LABEL: team.name}}
     return [
         namespace,
         {

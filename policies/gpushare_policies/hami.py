@@ -1,0 +1,96 @@
+"""What the HAMi release in a stack will do, read from its chart version and values."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from gpushare import compat, names
+from gpushare.catalog import CatalogError, load_catalog
+from gpushare.hami import CapacityError, NodeCapacity, SharingProfile, node_capacity
+
+from .kube import Pool, overlays_for
+from .stack import Resource, StackView
+
+# Chart defaults the rules fall back on when values leave a key out (charts/hami/values.yaml 2.7.0-2.10.0).
+_DEFAULT_NODE_SELECTOR = {names.HAMI_NODE_LABEL[0]: names.HAMI_NODE_LABEL[1]}
+HAMI_RESOURCES = (names.GPU_MEMORY, names.GPU_CORES, names.GPU_MEMORY_PERCENTAGE)
+
+
+@dataclass(frozen=True)
+class Hami:
+    resource: Resource
+    version: str
+    values: dict[str, Any]
+
+    @classmethod
+    def of(cls, view: StackView) -> Hami | None:
+        release = view.release(names.HAMI_CHART)
+        if release is None:
+            return None
+        values = release.get("values")
+        return cls(release, str(release.get("version") or ""), values if isinstance(values, dict) else {})
+
+    @property
+    def known_version(self) -> bool:
+        return self.version in compat.HAMI_CHART_VERSIONS
+
+    @property
+    def device_plugin(self) -> dict[str, Any]:
+        section = self.values.get("devicePlugin")
+        return section if isinstance(section, dict) else {}
+
+    @property
+    def selector_key(self) -> str:
+        return compat.hami_node_selector_key(self.version)
+
+    @property
+    def node_selector(self) -> dict[str, str]:
+        """The selector the chart renders: the pinned version's key, else the chart default."""
+        selector = self.device_plugin.get(self.selector_key)
+        return {str(k): str(v) for k, v in (selector if isinstance(selector, dict) else _DEFAULT_NODE_SELECTOR).items()}
+
+    @property
+    def tolerations(self) -> list[dict[str, Any]]:
+        return [t for t in self.device_plugin.get("tolerations") or [] if isinstance(t, dict)]
+
+    @property
+    def namespace(self) -> str:
+        return str(self.values.get("namespaceOverride") or self.resource.get("namespace") or "default")
+
+    @property
+    def device_configmap(self) -> str:
+        return compat.hami_device_configmap(self.resource.object_name, self.values)
+
+    def profile(self) -> SharingProfile:
+        """The sharing profile in the values; the chart hard-codes memoryFactor 1 (DOMAIN.md section 3)."""
+        keys = ("deviceSplitCount", "deviceMemoryScaling", "deviceCoreScaling")
+        return SharingProfile.model_validate({k: self.device_plugin[k] for k in keys if k in self.device_plugin})
+
+
+def expected_capacity(hami: Hami, instance_type: str) -> NodeCapacity | str:
+    """What a node of the type registers under the release's profile, or why that cannot be known."""
+    try:
+        catalog = load_catalog()
+        return node_capacity(catalog, catalog.instance_type(instance_type), hami.profile())
+    except CatalogError:
+        return f"{instance_type} is not in the gpushare catalog (gpushare/catalog.yaml), so its GPU memory is unknown"
+    except CapacityError as error:
+        return str(error)
+    except ValidationError as error:
+        detail = error.errors(include_url=False)[0]
+        return f"{hami.resource.label}: values.devicePlugin.{detail['loc'][0]} {detail['msg']}"
+
+
+def is_hami_pool(view: StackView, pool: Pool) -> bool:
+    """Labelled for HAMi sharing, or offered HAMi resources by an overlay: either way HAMi must serve it."""
+    if pool.labels.get(names.SHARING_LABEL) == names.SHARING_HAMI:
+        return True
+    return any(
+        resource in (overlay.get("spec", "capacity") or {})
+        for instance_type in pool.instance_types or ()
+        for overlay in overlays_for(view, pool, instance_type)
+        for resource in HAMI_RESOURCES
+    )

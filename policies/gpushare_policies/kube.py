@@ -1,0 +1,174 @@
+"""Kubernetes and Karpenter matching semantics the rules need: requirements, tolerations, quantities."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from gpushare import names
+
+from .stack import NODE_OVERLAY, NODE_POOL, Resource, StackView
+
+_SUFFIXES = {
+    "": 1,
+    "m": Decimal("0.001"),
+    "k": 10**3,
+    "M": 10**6,
+    "G": 10**9,
+    "T": 10**12,
+    "P": 10**15,
+    "E": 10**18,
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+    "Pi": 2**50,
+    "Ei": 2**60,
+}
+_QUANTITY = re.compile(r"^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)([a-zA-Z]{0,2})$")
+
+
+def quantity(value: Any) -> Decimal | None:
+    """A Kubernetes quantity (`16`, `500m`, `64Gi`, `1e3`) as a number; None when it is not one."""
+    match = _QUANTITY.match(str(value).strip())
+    if not match or match.group(2) not in _SUFFIXES:
+        return None
+    try:
+        return Decimal(match.group(1)) * _SUFFIXES[match.group(2)]
+    except InvalidOperation:
+        return None
+
+
+def requirement_matches(requirement: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    """One node-selector requirement against a label set (operators of Karpenter's NodeSelectorRequirement)."""
+    key, operator = requirement.get("key"), requirement.get("operator")
+    values = [str(v) for v in requirement.get("values") or []]
+    present = key in labels
+    value = labels.get(str(key))
+    if operator == "In":
+        return present and value in values
+    if operator == "NotIn":
+        return not present or value not in values
+    if operator == "Exists":
+        return present
+    if operator == "DoesNotExist":
+        return not present
+    if operator in ("Gt", "Lt", "Gte", "Lte") and present and values:
+        try:
+            have, bound = int(str(value)), int(values[0])
+        except ValueError:
+            return False
+        return {"Gt": have > bound, "Lt": have < bound, "Gte": have >= bound, "Lte": have <= bound}[operator]
+    return False
+
+
+def tolerates(tolerations: Sequence[Mapping[str, Any]], taint: Mapping[str, Any]) -> bool:
+    """Whether any toleration tolerates the taint (core/v1 Toleration.ToleratesTaint)."""
+    for toleration in tolerations:
+        if toleration.get("effect") and toleration.get("effect") != taint.get("effect"):
+            continue
+        operator = toleration.get("operator") or "Equal"
+        key = toleration.get("key")
+        if not key:
+            if operator == "Exists":
+                return True
+            continue
+        if key != taint.get("key"):
+            continue
+        same_value = (toleration.get("value") or "") == (taint.get("value") or "")
+        if operator == "Exists" or (operator == "Equal" and same_value):
+            return True
+    return False
+
+
+def selector_unmet(pod_spec: Mapping[str, Any], labels: Mapping[str, str]) -> list[tuple[str, str | None, str]]:
+    """What stops a pod with this spec from landing on a node with these labels, as
+    (label key path, the label's value, what the pod requires); [] when nothing does."""
+    unmet: list[tuple[str, str | None, str]] = [
+        (f'spec.template.metadata.labels["{key}"]', labels.get(key), f'nodeSelector {key}: "{value}"')
+        for key, value in (pod_spec.get("nodeSelector") or {}).items()
+        if labels.get(key) != str(value)
+    ]
+    affinity = (pod_spec.get("affinity") or {}).get("nodeAffinity") or {}
+    terms = (affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms") or []
+    if terms and not any(
+        all(requirement_matches(expr, labels) for expr in term.get("matchExpressions") or []) for term in terms
+    ):
+        shown = ", ".join(f"{k}={v}" for k, v in sorted(labels.items()))
+        unmet.append(("spec.template.metadata.labels", shown, "its required node affinity"))
+    return unmet
+
+
+@dataclass(frozen=True)
+class Pool:
+    """What a NodePool lets Karpenter launch, read from its spec."""
+
+    resource: Resource
+    name: str
+    labels: dict[str, str]
+    instance_types: tuple[str, ...] | None  # None: not restricted by an `In` on the instance-type label
+    taints: tuple[dict[str, Any], ...]
+    limits: dict[str, Any]
+    node_class: str | None
+
+    @classmethod
+    def of(cls, resource: Resource) -> Pool:
+        template = resource.get("spec", "template") or {}
+        spec = template.get("spec") or {}
+        types: tuple[str, ...] | None = None
+        for requirement in spec.get("requirements") or []:
+            if requirement.get("key") == names.INSTANCE_TYPE_LABEL and requirement.get("operator") == "In":
+                allowed = tuple(str(v) for v in requirement.get("values") or [])
+                types = allowed if types is None else tuple(t for t in types if t in allowed)
+        ref = spec.get("nodeClassRef") or {}
+        return cls(
+            resource=resource,
+            name=resource.object_name,
+            labels={str(k): str(v) for k, v in ((template.get("metadata") or {}).get("labels") or {}).items()},
+            instance_types=types,
+            taints=tuple(spec.get("taints") or ()) + tuple(spec.get("startupTaints") or ()),
+            limits=dict(resource.get("spec", "limits") or {}),
+            node_class=ref.get("name"),
+        )
+
+    def node_labels(self, instance_type: str) -> dict[str, str]:
+        """Labels an overlay is matched against: the type's, the pool name and the template labels."""
+        family, _, size = instance_type.partition(".")
+        return {
+            names.INSTANCE_TYPE_LABEL: instance_type,
+            "karpenter.k8s.aws/instance-family": family,
+            "karpenter.k8s.aws/instance-size": size,
+            **self.labels,
+            names.NODEPOOL_LABEL: self.name,
+        }
+
+
+def pools(view: StackView) -> list[Pool]:
+    return sorted((Pool.of(r) for r in view.of_type(NODE_POOL)), key=lambda p: p.name)
+
+
+def overlays_for(view: StackView, pool: Pool, instance_type: str) -> list[Resource]:
+    """Overlays whose requirements all hold for this pool and instance type (DOMAIN.md section 4)."""
+    labels = pool.node_labels(instance_type)
+    return [
+        overlay
+        for overlay in view.of_type(NODE_OVERLAY)
+        if all(requirement_matches(req, labels) for req in overlay.get("spec", "requirements") or [])
+    ]
+
+
+def overlay_weight(overlay: Resource) -> int:
+    weight = overlay.get("spec", "weight")
+    return int(weight) if isinstance(weight, int) else 0
+
+
+def effective_capacity(overlays: Sequence[Resource]) -> dict[str, tuple[Any, Resource]]:
+    """Resource -> (value, overlay) as Karpenter applies them: per resource, the highest weight wins."""
+    result: dict[str, tuple[Any, Resource]] = {}
+    for overlay in sorted(overlays, key=overlay_weight):
+        for resource, value in (overlay.get("spec", "capacity") or {}).items():
+            result[resource] = (value, overlay)
+    return result

@@ -1,0 +1,196 @@
+"""A read-only view of a stack's resources, built from a plan file or from what the Pulumi engine sends.
+
+Both sources reduce to the same plain values (integral floats become ints, unknown preview values become
+`UNKNOWN`), so a rule sees one shape and reports the same message whichever way it runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from gpushare import names
+
+
+class _Unknown:
+    """A value the engine cannot know during preview (e.g. the ARN of a key not yet created)."""
+
+    def __repr__(self) -> str:
+        return "<unknown during preview>"
+
+
+UNKNOWN = _Unknown()
+
+HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
+NODE_POOL = f"kubernetes:{names.KARPENTER_API}:NodePool"
+NODE_OVERLAY = f"kubernetes:{names.NODE_OVERLAY_API}:NodeOverlay"
+EC2_NODE_CLASS = f"kubernetes:{names.EC2_NODE_CLASS_API}:EC2NodeClass"
+DAEMON_SET = "kubernetes:apps/v1:DaemonSet"
+NAMESPACE = "kubernetes:core/v1:Namespace"
+RESOURCE_QUOTA = "kubernetes:core/v1:ResourceQuota"
+# pulumi-eks is a component: offline (under mocks) it has no children and its inputs are what we see; in a
+# real preview its child aws:eks/cluster:Cluster carries the settings and the component only its outputs.
+EKS_COMPONENT = "eks:index:Cluster"
+EKS_CLUSTER = "aws:eks/cluster:Cluster"
+
+
+def plain(value: Any) -> Any:
+    """Plain dicts and lists; integral floats (the wire format has only doubles) as ints."""
+    if isinstance(value, Mapping):
+        return {str(key): plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(item) for item in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+@dataclass(frozen=True)
+class Resource:
+    urn: str
+    type: str
+    name: str
+    props: dict[str, Any]
+    dependencies: tuple[str, ...] = ()
+
+    @property
+    def object_name(self) -> str:
+        """metadata.name for Kubernetes objects, the Helm release name for releases, else the logical name."""
+        if self.type == HELM_RELEASE:
+            return str(self.props.get("name") or self.name)
+        meta = self.props.get("metadata")
+        return str(meta.get("name") or self.name) if isinstance(meta, dict) else self.name
+
+    @property
+    def label(self) -> str:
+        """How messages name the resource: `NodePool g5-shared`, `Release hami`, `eks:index:Cluster x`."""
+        kind = "Release" if self.type == HELM_RELEASE else self.type.rsplit(":", 1)[-1]
+        return f"{kind} {self.object_name}" if self.type.startswith("kubernetes:") else f"{self.type} {self.name}"
+
+    def get(self, *path: str | int) -> Any:
+        """props at `path`, or None where any step is missing or of the wrong shape."""
+        node: Any = self.props
+        for step in path:
+            if isinstance(step, int):
+                node = node[step] if isinstance(node, list) and -len(node) <= step < len(node) else None
+            else:
+                node = node.get(step) if isinstance(node, dict) else None
+            if node is None:
+                return None
+        return node
+
+
+@dataclass(frozen=True)
+class StackView:
+    resources: tuple[Resource, ...]
+    by_urn: dict[str, Resource] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "by_urn", {r.urn: r for r in self.resources})
+
+    def of_type(self, token: str) -> list[Resource]:
+        return [r for r in self.resources if r.type == token]
+
+    def releases(self, chart: str) -> list[Resource]:
+        """Helm releases of a chart, by the last segment of the chart reference (`oci://.../karpenter`)."""
+        return [r for r in self.of_type(HELM_RELEASE) if str(r.get("chart")).rstrip("/").rsplit("/", 1)[-1] == chart]
+
+    def release(self, chart: str) -> Resource | None:
+        found = self.releases(chart)
+        return found[0] if found else None
+
+    def objects(self, token: str, name: str) -> list[Resource]:
+        return [r for r in self.of_type(token) if r.object_name == name]
+
+    def mock_daemonsets(self) -> list[Resource]:
+        """DaemonSets running the HAMi mock device plugin image, whatever they are called."""
+        return [ds for ds in self.of_type(DAEMON_SET) if any(_is_mock_image(c.get("image")) for c in containers(ds))]
+
+    def eks_clusters(self) -> list[Resource]:
+        return self.of_type(EKS_CLUSTER) or self.of_type(EKS_COMPONENT)
+
+    @cached_property
+    def _depends(self) -> dict[str, frozenset[str]]:
+        closure: dict[str, frozenset[str]] = {}
+
+        def visit(urn: str, trail: frozenset[str]) -> frozenset[str]:
+            if urn in closure:
+                return closure[urn]
+            resource = self.by_urn.get(urn)
+            direct = set(resource.dependencies) if resource else set()
+            found = set(direct)
+            for dep in direct - trail:
+                found |= visit(dep, trail | {urn})
+            closure[urn] = frozenset(found)
+            return closure[urn]
+
+        for resource in self.resources:
+            visit(resource.urn, frozenset())
+        return closure
+
+    def depends_on(self, resource: Resource, other: Resource) -> bool:
+        """Directly or through other resources: what `pulumi destroy` orders by."""
+        return other.urn in self._depends.get(resource.urn, frozenset())
+
+
+def containers(daemonset: Resource) -> list[dict[str, Any]]:
+    spec = daemonset.get("spec", "template", "spec") or {}
+    return [c for key in ("initContainers", "containers") for c in spec.get(key) or [] if isinstance(c, dict)]
+
+
+def _is_mock_image(image: Any) -> bool:
+    return isinstance(image, str) and image.rpartition(":")[0].endswith("projecthami/mock-device-plugin")
+
+
+def from_plan(resources: Iterable[Mapping[str, Any]]) -> StackView:
+    """Resources as `make plan` records them (inputs are what the engine would analyse)."""
+    return StackView(
+        tuple(
+            Resource(
+                urn=str(r["urn"]),
+                type=str(r["type"]),
+                name=str(r.get("name") or r["urn"].rsplit("::", 1)[-1]),
+                props=plain(r.get("inputs") or {}),
+                dependencies=tuple(r.get("dependencies") or ()),
+            )
+            for r in resources
+        )
+    )
+
+
+def from_engine(resources: Sequence[Any], unknown_error: type[Exception]) -> StackView:
+    """Resources as pulumi_policy hands them to a stack policy; unknown preview values become UNKNOWN."""
+    return StackView(
+        tuple(
+            Resource(
+                urn=r.urn,
+                type=r.resource_type,
+                name=r.name,
+                props=_known(r.props, unknown_error),
+                dependencies=tuple(d.urn for d in r.dependencies),
+            )
+            for r in resources
+        )
+    )
+
+
+def _known(value: Any, unknown_error: type[Exception]) -> Any:
+    """Copy pulumi_policy's proxies, which raise on unknown values, into plain data."""
+
+    def read(container: Any, key: Any) -> Any:
+        try:
+            return _known(container[key], unknown_error)
+        except unknown_error:
+            return UNKNOWN
+
+    if isinstance(value, Mapping):
+        return {str(key): read(value, key) for key in value}
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        return [read(value, index) for index in range(len(value))]
+    return plain(value)
+
+
+def sorted_by_name(resources: Iterable[Resource]) -> Iterator[Resource]:
+    yield from sorted(resources, key=lambda r: (r.object_name, r.urn))
