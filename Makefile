@@ -3,8 +3,11 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STACK  ?= dev
 CONFIG ?= Pulumi.$(STACK).yaml
+# Optional: a Pulumi policy config JSON; default policies/config/<stack>.json when it exists.
+POLICY_CONFIG ?=
+POLICY_FLAG = $(if $(POLICY_CONFIG),--policy-config $(POLICY_CONFIG))
 
-.PHONY: test lint plan golden bench clean
+.PHONY: test lint plan check golden bench clean
 
 $(VENV)/.installed: requirements.txt
 	python3 -m venv $(VENV)
@@ -18,8 +21,12 @@ lint: $(VENV)/.installed ## ruff lint and format check
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-plan: $(VENV)/.installed ## offline plan of STACK (or CONFIG=path) into build/<stack>/
-	$(PY) -m tools.plan --config $(CONFIG) --out build
+plan: $(VENV)/.installed ## offline plan of STACK (or CONFIG=path) into build/<stack>/, checked by the policy pack
+	$(PY) -m tools.plan --config $(CONFIG) --out build $(POLICY_FLAG)
+
+check: $(VENV)/.installed ## evaluate the policy pack over PLAN=<plan.json>
+	@test -n "$(PLAN)" || { echo "usage: make check PLAN=build/<stack>/plan.json [POLICY_CONFIG=file]" >&2; exit 2; }
+	$(PY) -m tools.check --plan $(PLAN) $(POLICY_FLAG)
 
 golden: $(VENV)/.installed ## rewrite tests/golden/ from the dev and prod stack files
 	$(PY) -m tools.golden

@@ -56,3 +56,24 @@ def test_unreadable_stack_file_exits_2(tmp_path):
     garbage.write_text("config: [unclosed")
     bad = run_plan(garbage, tmp_path / "out")
     assert bad.returncode == 2 and "not valid YAML" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_plan_records_and_prints_policy_violations(plans):
+    dev = plans["dev"]
+    assert [(v["policy"], v["level"]) for v in dev["violations"]] == [("eks-public-endpoint-restricted", "advisory")]
+    assert dev["violations"][0]["urn"].endswith("eks:index:Cluster::gpushare-dev")
+    assert (
+        "gpushare-policies: 0 mandatory, 1 advisory violation(s) (policy config: policies/config/dev.json)"
+        in (dev["_stdout"])
+    )
+    assert plans["prod"]["violations"] == []
+
+
+def test_mandatory_violation_fails_the_plan_but_writes_it(tmp_path):
+    # The dev settings under a stack name with no policy config: the open endpoint is mandatory there.
+    stack_file = tmp_path / "Pulumi.staging.yaml"
+    stack_file.write_text(yaml.safe_dump({"config": raw_stack("dev")}))
+    completed = run_plan(stack_file, tmp_path / "out")
+    assert completed.returncode == 1, completed.stderr
+    assert "[mandatory] eks-public-endpoint-restricted (high)" in completed.stdout
+    assert (tmp_path / "out" / "staging" / "plan.json").exists()

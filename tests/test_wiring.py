@@ -26,7 +26,8 @@ def urn(plan: dict[str, Any], token: str, name: str) -> str:
 @pytest.mark.parametrize("stack", STACKS)
 def test_plan_records_the_documented_fields(plans, stack):
     plan = plans[stack]
-    assert (plan["project"], plan["stack"], plan["violations"]) == ("gpushare", stack, [])
+    assert (plan["project"], plan["stack"]) == ("gpushare", stack)
+    assert all(v["level"] == "advisory" for v in plan["violations"])  # test_plan_cli pins which
     for resource in plan["resources"]:
         assert set(resource) == {"urn", "type", "name", "custom", "parent", "dependencies", "provider", "inputs"}
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from gpushare.catalog import load_catalog
 from gpushare.errors import UserError
 from gpushare.hami import SharingProfile, node_capacity
+from policies.gpushare_policies.registry import RULES
 
 
 def catalog_table() -> str:
@@ -28,5 +29,19 @@ def catalog_table() -> str:
     return "\n".join(lines)
 
 
+def policy_table() -> str:
+    """The policy pack's rules: id, level, what, why, fix."""
+    lines = ["| id | level | what | why | fix |", "|---|---|---|---|---|"]
+    for rule in RULES:
+        config = ", ".join(f"`{key}`" for key in rule.config_schema())
+        fix = f"{rule.remediation} Tunable: {config}." if config else rule.remediation
+        lines.append(
+            f"| `{rule.name}` | {rule.enforcement} ({rule.severity}) | {rule.description} | {rule.why} | {fix} |"
+        )
+    return "\n".join(lines)
+
+
 if __name__ == "__main__":
     print(catalog_table())
+    print()
+    print(policy_table())

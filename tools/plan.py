@@ -4,7 +4,9 @@
 
 Writes plan.json (every resource with type, parent, dependencies, provider and inputs), manifests/ (each
 Kubernetes object the stack creates directly), helm/ (each release's chart, version and values), and prints
-a capacity and cost summary. Bad input: one line on stderr, exit code 2, nothing written.
+a capacity and cost summary, then evaluates the policy pack: violations go into plan.json and to stdout, and
+a mandatory one makes the exit code 1 (the plan is still written, to inspect). Bad input: one line on
+stderr, exit code 2, nothing written.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from gpushare.config import StackConfig, load_stack_config
 from gpushare.errors import UserError
 from gpushare.render.stack import object_id
 from gpushare.render.yamlio import dump
+from tools.check import EXIT_MANDATORY, check, policy_config_for, report
 from tools.offline import run_program
 
 EXIT_BAD_INPUT = 2
@@ -136,19 +139,24 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="make plan", description=__doc__.splitlines()[0])
     parser.add_argument("--config", type=Path, required=True, help="stack file, e.g. Pulumi.dev.yaml")
     parser.add_argument("--out", type=Path, default=Path("build"), help="output folder (default: build)")
+    parser.add_argument("--policy-config", type=Path, help="policy config JSON (default: policies/config/<stack>.json)")
     args = parser.parse_args(argv)
     stack = stack_name(args.config)
     try:
         raw = read_stack_file(args.config)
+        policy_config, policy_config_path = policy_config_for(stack, args.policy_config)
         config, plan = build_plan(raw, stack)
     except UserError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    violations = check(plan["resources"], policy_config)
+    plan["violations"] = [v.as_dict() for v in violations]
     folder = args.out / stack
     write_plan(plan, folder)
     print(summary(config))
     print(f"plan: {folder / 'plan.json'} ({len(plan['resources'])} resources)")
-    return 0
+    print(report(violations, policy_config_path))
+    return EXIT_MANDATORY if any(v.level == "mandatory" for v in violations) else 0
 
 
 if __name__ == "__main__":

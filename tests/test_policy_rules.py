@@ -1,0 +1,451 @@
+"""Per rule: the dev and prod plans pass, and each variant that breaks one field is caught with a message
+that names the resource, the key, the value and the fix."""
+
+from __future__ import annotations
+
+import pytest
+
+from policies.gpushare_policies.registry import RULES
+from tests.policy_helpers import broken, drop, entry, find, messages, resources_of, violations
+
+G5 = "g5-shared"
+MOCK_REPO = "docker.io/projecthami/mock-device-plugin"
+G5_XL = "g5-shared-g5-xlarge"
+
+
+def pool(r, name=G5):
+    return find(r, "NodePool", name)
+
+
+def overlay(r, name=G5_XL):
+    return find(r, "NodeOverlay", name)
+
+
+def release(r, name):
+    return find(r, "Release", name)
+
+
+def mock(r):
+    return find(r, "DaemonSet", "hami-mock-device-plugin")
+
+
+def node_class(r):
+    return find(r, "EC2NodeClass", "gpu")
+
+
+def cluster(r):
+    return next(x["inputs"] for x in r if x["type"] == "eks:index:Cluster")
+
+
+def _set(target, path, value):
+    *head, last = path
+    for step in head:
+        target = target[step]
+    target[last] = value
+
+
+def _del(target, path):
+    *head, last = path
+    for step in head:
+        target = target[step]
+    del target[last]
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+@pytest.mark.parametrize("rule", [rule.name for rule in RULES])
+def test_shipped_stacks_pass(plans, stack, rule):
+    found = violations(resources_of(plans[stack]), rule)
+    if (stack, rule) == ("dev", "eks-public-endpoint-restricted"):
+        assert [v.message.split(": ")[0] for v in found] == ["eks:index:Cluster gpushare-dev"]
+    else:
+        assert found == []
+
+
+# (policy, change, every fragment the single expected message must contain)
+CASES = {
+    "label gpu missing": (
+        "hami-pool-labels-match-device-plugins",
+        lambda r: _del(pool(r), ["spec", "template", "metadata", "labels", "gpu"]),
+        ['NodePool g5-shared: spec.template.metadata.labels["gpu"] not set', "nvidiaNodeSelector", 'add gpu: "on"'],
+    ),
+    "label gpu off": (
+        "hami-pool-labels-match-device-plugins",
+        lambda r: _set(pool(r), ["spec", "template", "metadata", "labels", "gpu"], "off"),
+        ['labels["gpu"] is "off"', "DaemonSet hami-mock-device-plugin requires nodeSelector gpu"],
+    ),
+    "hami toleration missing": (
+        "hami-pool-labels-match-device-plugins",
+        lambda r: _set(release(r, "hami"), ["values", "devicePlugin", "tolerations"], []),
+        ['taint [0] is "nvidia.com/gpu=true:NoSchedule"', "HAMi device plugin", "values.devicePlugin.tolerations"],
+    ),
+    "mock toleration missing": (
+        "hami-pool-labels-match-device-plugins",
+        lambda r: _set(mock(r), ["spec", "template", "spec", "tolerations"], []),
+        ["DaemonSet hami-mock-device-plugin does not tolerate it", "add a toleration for nvidia.com/gpu"],
+    ),
+    "custom selector not on pool": (
+        "hami-pool-labels-match-device-plugins",
+        lambda r: _set(release(r, "hami"), ["values", "devicePlugin", "nvidiaNodeSelector"], {"accel": "hami"}),
+        ['labels["accel"] not set', 'add accel: "hami"'],
+    ),
+    "mock affinity unmet": (
+        "hami-pool-labels-match-device-plugins",
+        lambda r: _set(
+            mock(r),
+            ["spec", "template", "spec", "affinity"],
+            {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "Exists"}]}]
+                    }
+                }
+            },
+        ),
+        ["requires its required node affinity"],
+    ),
+    "overlay missing": (
+        "hami-overlay-coverage",
+        lambda r: drop(r, "NodeOverlay", G5_XL),
+        ["NodePool g5-shared: instance type g5.xlarge has no NodeOverlay setting nvidia.com/gpu, nvidia.com/gpumem"],
+    ),
+    "overlay for another pool": (
+        "hami-overlay-coverage",
+        lambda r: _set(overlay(r), ["spec", "requirements", 0, "values"], ["g4dn-shared"]),
+        ["instance type g5.xlarge has no NodeOverlay", "karpenter.sh/nodepool In [g5-shared]"],
+    ),
+    "overlay on an unknown label": (
+        "hami-overlay-coverage",
+        lambda r: overlay(r)["spec"]["requirements"].append(
+            {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us-west-2a"]}
+        ),
+        ["instance type g5.xlarge has no NodeOverlay"],
+    ),
+    "one resource missing": (
+        "hami-overlay-coverage",
+        lambda r: _del(overlay(r), ["spec", "capacity", "nvidia.com/gpumem-percentage"]),
+        ["g5.xlarge has no NodeOverlay setting nvidia.com/gpumem-percentage:"],
+    ),
+    "pool types open": (
+        "hami-overlay-coverage",
+        lambda r: _set(pool(r), ["spec", "template", "spec", "requirements", 0, "operator"], "Exists"),
+        ["NodePool g5-shared: spec.template.spec.requirements has no `node.kubernetes.io/instance-type In"],
+    ),
+    "gpumem 24000": (
+        "hami-overlay-capacity-matches",
+        lambda r: _set(overlay(r), ["spec", "capacity", "nvidia.com/gpumem"], "24000"),
+        ['NodeOverlay g5-shared-g5-xlarge: spec.capacity["nvidia.com/gpumem"] is "24000"', "registers 23028", "more"],
+    ),
+    "gpumem below": (
+        "hami-overlay-capacity-matches",
+        lambda r: _set(overlay(r), ["spec", "capacity", "nvidia.com/gpumem"], "20000"),
+        ["promising less", 'set it to "23028"', "allowBelowRegistered"],
+    ),
+    "vgpus doubled": (
+        "hami-overlay-capacity-matches",
+        lambda r: _set(overlay(r), ["spec", "capacity", "nvidia.com/gpu"], "20"),
+        ['spec.capacity["nvidia.com/gpu"] is "20"', "registers 10"],
+    ),
+    "gpucores not a quantity": (
+        "hami-overlay-capacity-matches",
+        lambda r: _set(overlay(r), ["spec", "capacity", "nvidia.com/gpucores"], "lots"),
+        ['spec.capacity["nvidia.com/gpucores"] is "lots": not a Kubernetes quantity'],
+    ),
+    "above mock ceiling": (
+        "hami-overlay-capacity-matches",
+        lambda r: _set(
+            find(r, "NodeOverlay", "g5-shared-g5-12xlarge"), ["spec", "capacity", "nvidia.com/gpumem"], "200000"
+        ),
+        ["cannot advertise more than 123011", "exclusive pool"],
+    ),
+    "type not in catalog": (
+        "hami-overlay-capacity-matches",
+        lambda r: pool(r)["spec"]["template"]["spec"]["requirements"][0]["values"].append("x9.large"),
+        ["NodePool g5-shared: x9.large is not in the gpushare catalog"],
+    ),
+    "equal-weight duplicate": (
+        "node-overlay-no-conflicts",
+        lambda r: r.append(
+            {**entry(r, "NodeOverlay", G5_XL), "urn": "urn:x", "inputs": _renamed(overlay(r), "second-xlarge")}
+        ),
+        ['NodeOverlay g5-shared-g5-xlarge: spec.capacity["nvidia.com/gpu"] at spec.weight 10', "second-xlarge"],
+    ),
+    "cpu limit 10": (
+        "nodepool-limits-admit-nodes",
+        lambda r: _set(pool(r), ["spec", "limits", "cpu"], "10"),
+        ['NodePool g5-shared: spec.limits["cpu"] is "10"', "one g5.4xlarge node counts 16 vCPU"],
+    ),
+    "gpu limit in physical GPUs": (
+        "nodepool-limits-admit-nodes",
+        lambda r: _set(pool(r, "g4dn-shared"), ["spec", "limits", "nvidia.com/gpu"], "4"),
+        ['spec.limits["nvidia.com/gpu"] is "4"', "g4dn.12xlarge node counts 40 vGPUs"],
+    ),
+    "memory limit": (
+        "nodepool-limits-admit-nodes",
+        lambda r: _set(pool(r, "g4dn-shared"), ["spec", "limits", "memory"], "100Gi"),
+        ['spec.limits["memory"] is "100Gi"', "g4dn.12xlarge"],
+    ),
+    "gate off": (
+        "karpenter-node-overlay-enabled",
+        lambda r: _set(release(r, "karpenter"), ["values", "settings", "featureGates", "nodeOverlay"], False),
+        ["Release karpenter: values.settings.featureGates.nodeOverlay is false", "silently ignores all 7"],
+    ),
+    "gate absent": (
+        "karpenter-node-overlay-enabled",
+        lambda r: _del(release(r, "karpenter"), ["values", "settings", "featureGates"]),
+        ["featureGates.nodeOverlay not set"],
+    ),
+    "karpenter 1.6": (
+        "karpenter-node-overlay-enabled",
+        lambda r: _set(release(r, "karpenter"), ["version"], "1.6.2"),
+        ['Release karpenter: version is "1.6.2"', "from Karpenter 1.7.0"],
+    ),
+    "no karpenter release": (
+        "karpenter-node-overlay-enabled",
+        lambda r: drop(r, "Release", "karpenter"),
+        ["7 NodeOverlays but no `karpenter` Helm release"],
+    ),
+    "karpenter 1.12": (
+        "karpenter-version-recommended",
+        lambda r: _set(release(r, "karpenter"), ["version"], "1.12.0"),
+        ['Release karpenter: version is "1.12.0": below 1.13.0'],
+    ),
+    "no mock": (
+        "mock-device-plugin-matches-hami",
+        lambda r: drop(r, "DaemonSet", "hami-mock-device-plugin"),
+        ["7 overlays advertise", "ResourceNotRegistered"],
+    ),
+    "wrong configmap": (
+        "mock-device-plugin-matches-hami",
+        lambda r: _set(mock(r), ["spec", "template", "spec", "volumes", 2, "configMap", "name"], "hami-device"),
+        ['configMap.name is "hami-device"', "ConfigMap hami-scheduler-device"],
+    ),
+    "renamed hami release": (
+        "mock-device-plugin-matches-hami",
+        lambda r: _set(release(r, "hami"), ["name"], "vgpu"),
+        ["ConfigMap vgpu-hami-scheduler-device"],
+    ),
+    "mock in another namespace": (
+        "mock-device-plugin-matches-hami",
+        lambda r: _set(mock(r), ["metadata", "namespace"], "gpu-system"),
+        ['metadata.namespace is "gpu-system"', "deploy the DaemonSet in kube-system"],
+    ),
+    "mock too old for hami": (
+        "mock-device-plugin-matches-hami",
+        lambda r: _set(release(r, "hami"), ["version"], "2.9.0"),
+        ["mock 1.0.1 cannot parse the device config HAMi chart 2.9.0 writes", "pin HAMi chart 2.7.0 to 2.8.3"],
+    ),
+    "unknown mock tag": (
+        "mock-device-plugin-matches-hami",
+        lambda r: _set(mock(r), ["spec", "template", "spec", "containers", 0, "image"], f"{MOCK_REPO}:9"),
+        ["gpushare knows no HAMi compatibility for this tag"],
+    ),
+    "selector key of 2.7": (
+        "hami-values-match-chart-version",
+        lambda r: _set(release(r, "hami"), ["values", "devicePlugin", "nvidianodeSelector"], {"gpu": "on"}),
+        ["Release hami: values.devicePlugin.nvidianodeSelector is", "rename it to devicePlugin.nvidiaNodeSelector"],
+    ),
+    "imageTag of 2.6": (
+        "hami-values-match-chart-version",
+        lambda r: _set(release(r, "hami"), ["values", "scheduler", "kubeScheduler", "imageTag"], "v1.34.0"),
+        ["values.scheduler.kubeScheduler.imageTag", "renamed in 2.7.0"],
+    ),
+    "scheduler minor mismatch": (
+        "hami-values-match-chart-version",
+        lambda r: _set(release(r, "hami"), ["values", "scheduler", "kubeScheduler", "image", "tag"], "v1.33.2"),
+        ['image.tag is "v1.33.2"', "Kubernetes 1.34", "set it to v1.34.0"],
+    ),
+    "unknown hami chart": (
+        "hami-values-match-chart-version",
+        lambda r: _set(release(r, "hami"), ["version"], "2.6.1"),
+        ['Release hami: version is "2.6.1"', "pin one of 2.7.0"],
+    ),
+    "bottlerocket": (
+        "hami-pools-use-al2023",
+        lambda r: _set(node_class(r), ["spec", "amiSelectorTerms"], [{"alias": "bottlerocket@latest"}]),
+        ['EC2NodeClass gpu: spec.amiSelectorTerms[0].alias is "bottlerocket@latest"', "its own NVIDIA device plugin"],
+    ),
+    "ami by id, bottlerocket family": (
+        "hami-pools-use-al2023",
+        lambda r: node_class(r)["spec"].update(amiSelectorTerms=[{"id": "ami-1"}], amiFamily="Bottlerocket"),
+        ['spec.amiFamily is "Bottlerocket"'],
+    ),
+    "node class missing": (
+        "hami-pools-use-al2023",
+        lambda r: _set(pool(r), ["spec", "template", "spec", "nodeClassRef", "name"], "other"),
+        ['NodePool g5-shared: spec.template.spec.nodeClassRef.name is "other": no EC2NodeClass'],
+    ),
+    "pool without dependencies": (
+        "karpenter-objects-depend-on-releases",
+        lambda r: _set(entry(r, "NodePool", G5), ["dependencies"], []),
+        ["NodePool g5-shared: does not depend on Release karpenter-crd", "depends_on"],
+    ),
+    "imdsv1": (
+        "node-security-baseline",
+        lambda r: _set(node_class(r), ["spec", "metadataOptions", "httpTokens"], "optional"),
+        ['EC2NodeClass gpu: spec.metadataOptions.httpTokens is "optional"', "required"],
+    ),
+    "hop limit 2": (
+        "node-security-baseline",
+        lambda r: _set(node_class(r), ["spec", "metadataOptions", "httpPutResponseHopLimit"], 2),
+        ["httpPutResponseHopLimit is 2", "set it to 1"],
+    ),
+    "unencrypted volume": (
+        "node-security-baseline",
+        lambda r: _set(node_class(r), ["spec", "blockDeviceMappings", 0, "ebs", "encrypted"], False),
+        ["spec.blockDeviceMappings[0].ebs.encrypted is false"],
+    ),
+    "public ip unset": (
+        "node-security-baseline",
+        lambda r: _del(node_class(r), ["spec", "associatePublicIPAddress"]),
+        ["spec.associatePublicIPAddress not set"],
+    ),
+    "secrets unencrypted": (
+        "node-security-baseline",
+        lambda r: _del(cluster(r), ["encryptionConfigKeyArn"]),
+        ["eks:index:Cluster gpushare-dev: encryptionConfigKeyArn not set"],
+    ),
+    "wide cidr": (
+        "eks-public-endpoint-restricted",
+        lambda r: _set(cluster(r), ["publicAccessCidrs"], ["10.0.0.0/8"]),
+        ['publicAccessCidrs is "10.0.0.0/8"', "a /8"],
+    ),
+    "no cidrs means the world": (
+        "eks-public-endpoint-restricted",
+        lambda r: _del(cluster(r), ["publicAccessCidrs"]),
+        ["publicAccessCidrs not set", "a /0"],
+    ),
+    "not a cidr": (
+        "eks-public-endpoint-restricted",
+        lambda r: _set(cluster(r), ["publicAccessCidrs"], ["banana"]),
+        ['publicAccessCidrs is "banana": not a CIDR'],
+    ),
+    "team without quota": (
+        "team-namespace-gpu-quota",
+        lambda r: drop(r, "ResourceQuota", "inference-gpu"),
+        ["Namespace inference: team namespace has no ResourceQuota on requests.nvidia.com/gpu"],
+    ),
+    "quota without gpumem": (
+        "team-namespace-gpu-quota",
+        lambda r: _del(find(r, "ResourceQuota", "inference-gpu"), ["spec", "hard", "requests.nvidia.com/gpumem"]),
+        ["no ResourceQuota on requests.nvidia.com/gpumem:"],
+    ),
+    "quota above pools": (
+        "team-quota-within-pool-limits",
+        lambda r: _set(find(r, "ResourceQuota", "inference-gpu"), ["spec", "hard", "requests.nvidia.com/gpu"], "41"),
+        ['ResourceQuota inference-gpu: spec.hard["requests.nvidia.com/gpu"] is "41"', "at most 40"],
+    ),
+}
+
+
+def _renamed(inputs, name):
+    import copy
+
+    clone = copy.deepcopy(inputs)
+    clone["metadata"]["name"] = name
+    return clone
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_one_broken_field_is_caught(plans, case):
+    policy, change, fragments = CASES[case]
+    found = messages(broken(plans["dev"], change), policy)
+    assert found, f"{policy} missed {case}"
+    assert any(all(fragment in message for fragment in fragments) for message in found), found
+    assert all("Fix:" in message for message in found)
+
+
+def test_every_rule_has_a_breaking_case():
+    assert {policy for policy, _, _ in CASES.values()} == {rule.name for rule in RULES}
+
+
+def test_below_registered_allowed_by_config(plans):
+    resources = broken(plans["dev"], lambda r: _set(overlay(r), ["spec", "capacity", "nvidia.com/gpumem"], "20000"))
+    assert messages(resources, "hami-overlay-capacity-matches", {"hami-overlay-capacity-matches": {}})
+    config = {"hami-overlay-capacity-matches": {"allowBelowRegistered": True}}
+    assert messages(resources, "hami-overlay-capacity-matches", config) == []
+    more = broken(plans["dev"], lambda r: _set(overlay(r), ["spec", "capacity", "nvidia.com/gpumem"], "24000"))
+    assert messages(more, "hami-overlay-capacity-matches", config), "more is refused whatever the config"
+
+
+def test_profile_change_in_values_is_weighed(plans):
+    split = ["values", "devicePlugin", "deviceSplitCount"]
+    resources = broken(plans["dev"], lambda r: _set(release(r, "hami"), split, 5))
+    found = messages(resources, "hami-overlay-capacity-matches")
+    assert len(found) == 7 and all('["nvidia.com/gpu"]' in m and "deviceSplitCount 5" in m for m in found)
+
+
+def test_heavier_duplicate_is_no_conflict(plans):
+    def heavier(r):
+        clone = _renamed(overlay(r), "second-xlarge")
+        clone["spec"]["weight"] = 20
+        r.append({**entry(r, "NodeOverlay", G5_XL), "urn": "urn:x", "inputs": clone})
+
+    assert messages(broken(plans["dev"], heavier), "node-overlay-no-conflicts") == []
+
+
+def test_limits_min_nodes_is_tunable(plans):
+    resources = resources_of(plans["dev"])
+    assert messages(resources, "nodepool-limits-admit-nodes") == []
+    found = messages(resources, "nodepool-limits-admit-nodes", {"nodepool-limits-admit-nodes": {"minNodes": 2}})
+    # g4dn-shared: maxGpus 4 is 40 vGPUs, exactly one g4dn.12xlarge.
+    assert len(found) == 1 and "one g4dn.12xlarge node counts 40 vGPUs" in found[0] and "(2 needed)" in found[0]
+
+
+def test_karpenter_version_threshold_is_tunable(plans):
+    config = {"karpenter-version-recommended": {"minimumVersion": "1.15.0"}}
+    found = messages(resources_of(plans["dev"]), "karpenter-version-recommended", config)
+    assert found == [found[0]] and "below 1.15.0" in found[0]
+
+
+def test_endpoint_prefix_is_tunable(plans):
+    resources = broken(plans["dev"], lambda r: _set(cluster(r), ["publicAccessCidrs"], ["10.0.0.0/8"]))
+    config = {"eks-public-endpoint-restricted": {"minimumPrefixLength": 8}}
+    assert messages(resources, "eks-public-endpoint-restricted", config) == []
+
+
+def test_destroy_order_counts_indirect_dependencies(plans):
+    # The pool still depends on the EC2NodeClass, which depends on both releases: destroy order holds.
+    def only_node_class(r):
+        deps = entry(r, "NodePool", G5)["dependencies"]
+        entry(r, "NodePool", G5)["dependencies"] = [d for d in deps if "EC2NodeClass" in d]
+
+    assert messages(broken(plans["dev"], only_node_class), "karpenter-objects-depend-on-releases") == []
+
+
+def test_missing_crd_release_is_a_stack_violation(plans):
+    resources = broken(plans["dev"], lambda r: drop(r, "Release", "karpenter-crd"))
+    found = violations(resources, "karpenter-objects-depend-on-releases")
+    assert [v.urn for v in found] == [None] and "no `karpenter-crd` Helm release" in found[0].message
+
+
+def test_exclusive_only_team_needs_only_a_gpu_quota(plans):
+    def gpu_only(r):
+        hard = find(r, "ResourceQuota", "inference-gpu")["spec"]["hard"]
+        del hard["requests.nvidia.com/gpumem"], hard["requests.nvidia.com/gpucores"]
+
+    resources = broken(plans["dev"], gpu_only)
+    assert messages(resources, "team-namespace-gpu-quota"), "a team on HAMi pools needs gpumem and gpucores quota"
+    find(resources, "Namespace", "inference")["metadata"]["labels"]["hami.io/webhook"] = "ignore"
+    assert messages(resources, "team-namespace-gpu-quota") == []
+
+
+def test_aws_eks_cluster_shape_is_read(plans):
+    """In a real preview the settings sit on pulumi-eks's child aws:eks/cluster:Cluster."""
+    resources = resources_of(plans["prod"])
+    aws_cluster = {
+        "urn": "urn:pulumi:prod::gpushare::eks:index:Cluster$aws:eks/cluster:Cluster::gpushare-prod-eksCluster",
+        "type": "aws:eks/cluster:Cluster",
+        "name": "gpushare-prod-eksCluster",
+        "inputs": {
+            "version": "1.34",
+            "encryptionConfig": {"provider": {"keyArn": "arn:aws:kms:us-east-1:1:key/x"}, "resources": ["secrets"]},
+            "vpcConfig": {"endpointPublicAccess": True, "publicAccessCidrs": ["0.0.0.0/0"]},
+        },
+    }
+    resources.append(aws_cluster)
+    assert [m.split(": ")[0] for m in messages(resources, "eks-public-endpoint-restricted")] == [
+        "aws:eks/cluster:Cluster gpushare-prod-eksCluster"
+    ]
+    assert messages(resources, "node-security-baseline") == []
+    aws_cluster["inputs"]["encryptionConfig"]["resources"] = []
+    assert "encryptionConfig not set" in messages(resources, "node-security-baseline")[0]
