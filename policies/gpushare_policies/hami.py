@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from pydantic import ValidationError
@@ -64,6 +65,7 @@ class Hami:
     def device_configmap(self) -> str:
         return compat.hami_device_configmap(self.resource.object_name, self.values)
 
+    @cached_property
     def profile(self) -> SharingProfile:
         """The sharing profile in the values; the chart hard-codes memoryFactor 1 (DOMAIN.md section 3)."""
         keys = ("deviceSplitCount", "deviceMemoryScaling", "deviceCoreScaling")
@@ -74,7 +76,7 @@ def expected_capacity(hami: Hami, instance_type: str) -> NodeCapacity | str:
     """What a node of the type registers under the release's profile, or why that cannot be known."""
     try:
         catalog = load_catalog()
-        return node_capacity(catalog, catalog.instance_type(instance_type), hami.profile())
+        return node_capacity(catalog, catalog.instance_type(instance_type), hami.profile)
     except CatalogError:
         return f"{instance_type} is not in the gpushare catalog (gpushare/catalog.yaml), so its GPU memory is unknown"
     except CapacityError as error:

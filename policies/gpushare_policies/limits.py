@@ -18,8 +18,14 @@ from .stack import StackView
 MIB = 2**20
 
 
-def per_node(view: StackView, hami: Hami | None, pool: Pool, instance_type: str) -> dict[str, tuple[Decimal, str]]:
-    """Limit key -> (what one node of the type counts against it, unit) for the keys gpushare can know."""
+def sharing_hami(view: StackView, hami: Hami | None, pool: Pool) -> Hami | None:
+    """The HAMi release when it slices this pool's GPUs, else None (the pool counts whole GPUs)."""
+    return hami if hami is not None and is_hami_pool(view, pool) else None
+
+
+def per_node(hami: Hami | None, instance_type: str) -> dict[str, tuple[Decimal, str]]:
+    """Limit key -> (what one node of the type counts against it, unit) for the keys gpushare can know;
+    `hami` is the release slicing the pool's GPUs, None when the pool takes whole GPUs."""
     try:
         itype = load_catalog().instance_type(instance_type)
     except CatalogError:
@@ -29,7 +35,7 @@ def per_node(view: StackView, hami: Hami | None, pool: Pool, instance_type: str)
         "memory": (Decimal(itype.memory_mib * MIB), f"bytes ({itype.memory_mib} MiB)"),
         names.GPU: (Decimal(itype.gpu_count), "GPUs"),
     }
-    if hami is not None and is_hami_pool(view, pool):
+    if hami is not None:
         capacity = expected_capacity(hami, instance_type)
         if not isinstance(capacity, str):
             amounts.update(
@@ -51,8 +57,9 @@ class LimitsConfig(RuleConfig):
 def check_limits(view: StackView, config: LimitsConfig) -> Iterator[Finding]:
     hami = Hami.of(view)
     for pool in pools(view):
+        pool_hami = sharing_hami(view, hami, pool)
         for instance_type in pool.instance_types or ():
-            node = per_node(view, hami, pool, instance_type)
+            node = per_node(pool_hami, instance_type)
             for key, value in sorted(pool.limits.items()):
                 if key not in node:
                     continue

@@ -147,9 +147,9 @@ def check_capacity(view: StackView, config: CapacityConfig) -> Iterator[Finding]
                 where = f'spec.capacity["{resource}"]'
                 basis = (
                     f"a {instance_type} node in pool {pool.name} registers {registered} under HAMi {hami.version} "
-                    f"(deviceSplitCount {hami.profile().device_split_count}, "
-                    f"deviceMemoryScaling {hami.profile().device_memory_scaling}, "
-                    f"deviceCoreScaling {hami.profile().device_core_scaling})"
+                    f"(deviceSplitCount {hami.profile.device_split_count}, "
+                    f"deviceMemoryScaling {hami.profile.device_memory_scaling}, "
+                    f"deviceCoreScaling {hami.profile.device_core_scaling})"
                 )
                 if amount is None:
                     yield finding(overlay, where, value, "not a Kubernetes quantity", f'set it to "{registered}"')

@@ -231,8 +231,9 @@ def check_hami_values(view: StackView, _config: None) -> Iterator[Finding]:
 
 
 def check_al2023(view: StackView, _config: None) -> Iterator[Finding]:
-    classes = {pool.node_class for pool in hami_pools(view)}
-    for pool in hami_pools(view):
+    shared = hami_pools(view)
+    classes = {pool.node_class for pool in shared}
+    for pool in shared:
         if not view.objects(EC2_NODE_CLASS, str(pool.node_class)):
             yield finding(
                 pool.resource,

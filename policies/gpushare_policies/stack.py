@@ -7,7 +7,7 @@ Both sources reduce to the same plain values (integral floats become ints, unkno
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
@@ -85,10 +85,10 @@ class Resource:
 @dataclass(frozen=True)
 class StackView:
     resources: tuple[Resource, ...]
-    by_urn: dict[str, Resource] = field(init=False, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "by_urn", {r.urn: r for r in self.resources})
+    @cached_property
+    def by_urn(self) -> dict[str, Resource]:
+        return {r.urn: r for r in self.resources}
 
     def of_type(self, token: str) -> list[Resource]:
         return [r for r in self.resources if r.type == token]

@@ -9,7 +9,7 @@ from gpushare import names
 
 from .hami import Hami
 from .kube import Pool, pools, quantity
-from .limits import per_node
+from .limits import per_node, sharing_hami
 from .rule import Finding, Rule, finding
 from .stack import NAMESPACE, RESOURCE_QUOTA, Resource, StackView, sorted_by_name
 
@@ -53,8 +53,9 @@ def _pool_supply(view: StackView, hami: Hami | None, pool: Pool, key: str) -> De
     if key == names.GPU:
         return gpu_limit
     best = Decimal(0)
+    pool_hami = sharing_hami(view, hami, pool)
     for instance_type in pool.instance_types or ():
-        node = per_node(view, hami, pool, instance_type)
+        node = per_node(pool_hami, instance_type)
         if key in node and node[names.GPU][0]:
             best = max(best, (gpu_limit // node[names.GPU][0]) * node[key][0])
     return best
