@@ -7,7 +7,7 @@ CONFIG ?= Pulumi.$(STACK).yaml
 POLICY_CONFIG ?=
 POLICY_FLAG = $(if $(POLICY_CONFIG),--policy-config $(POLICY_CONFIG))
 
-.PHONY: test lint plan check golden bench clean
+.PHONY: test lint plan check golden bench rules-test clean
 
 $(VENV)/.installed: requirements.txt
 	python3 -m venv $(VENV)
@@ -33,6 +33,9 @@ golden: $(VENV)/.installed ## rewrite tests/golden/ from the dev and prod stack 
 
 bench: $(VENV)/.installed ## print how long rendering, planning and checking take
 	$(PY) -m tools.bench
+
+rules-test: $(VENV)/.installed ## promtool check/test the GPU alerts, parse every dashboard query (needs Go)
+	$(PY) -m tools.rules_test
 
 clean:
 	rm -rf build

@@ -9,11 +9,13 @@ from components.capacity import GpuCapacity
 from components.cluster import Cluster
 from components.hami import Hami, MockDevicePlugin, NvidiaDevicePlugin
 from components.karpenter import Karpenter
+from components.monitoring import Monitoring, MonitoringArgs
 from components.network import Network
 from components.tenancy import Tenancy
 from gpushare import names
 from gpushare.config import load_stack_config
 from gpushare.errors import UserError
+from gpushare.render.monitoring import monitoring_objects, monitoring_releases
 from gpushare.render.stack import helm_releases
 
 try:
@@ -35,6 +37,10 @@ if names.NVIDIA_PLUGIN_RELEASE in releases:
     plugins[names.SHARING_EXCLUSIVE] = [nvidia.release]
 GpuCapacity("gpu-capacity", config, cluster, [*karpenter.releases, karpenter.node_class], plugins)
 Tenancy("tenancy", config, cluster)
+if config.monitoring.enabled:
+    scraped = [cluster.system_nodes, hami.release, *karpenter.releases]
+    args = MonitoringArgs(monitoring_releases(config), monitoring_objects(config), cluster.provider, scraped)
+    Monitoring("monitoring", args)
 
 pulumi.export("clusterName", config.cluster.name)
 pulumi.export("kubeconfig", cluster.kubeconfig)

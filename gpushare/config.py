@@ -266,6 +266,87 @@ class TeamConfig(_Model):
         return value
 
 
+class ExistingPrometheusConfig(_Model):
+    """A Prometheus the user already runs: the stack only adds scrape objects, rules and the dashboard."""
+
+    url: str = Field(
+        pattern=r"^https?://[^\s/]+(:[0-9]+)?(/\S*)?$",
+        description="HTTP address of its query API, as the WebUI reaches it (http://<service>.<namespace>.svc:9090)",
+    )
+    labels: dict[str, str] = Field(
+        default={},
+        description="Labels its serviceMonitorSelector/ruleSelector match, added to every object the stack creates",
+    )
+
+
+class AlertThresholdsConfig(_Model):
+    """When the GPU alerts fire; minutes are how long a condition must hold first."""
+
+    node_claim_not_initialized_minutes: int = Field(
+        default=15,
+        alias="nodeClaimNotInitializedMinutes",
+        ge=1,
+        le=1440,
+        description="A GPU NodeClaim still not Initialized after this long (ResourceNotRegistered)",
+    )
+    pod_pending_minutes: int = Field(
+        default=15, alias="podPendingMinutes", ge=1, le=1440, description="A pod requesting GPUs Pending this long"
+    )
+    node_idle_minutes: int = Field(
+        default=60, alias="nodeIdleMinutes", ge=5, le=10080, description="A GPU node idle (no vGPU allocated) this long"
+    )
+    node_idle_utilization_percent: int = Field(
+        default=5,
+        alias="nodeIdleUtilizationPercent",
+        ge=0,
+        le=100,
+        description="Below this average GPU utilization a node counts as idle",
+    )
+    quota_use_percent: int = Field(
+        default=90,
+        alias="quotaUsePercent",
+        ge=1,
+        le=100,
+        description="A team's GPU ResourceQuota used above this share of its hard limit",
+    )
+    component_down_minutes: int = Field(
+        default=5,
+        alias="componentDownMinutes",
+        ge=1,
+        le=120,
+        description="HAMi scheduler or device-plugin monitor unreachable this long",
+    )
+
+
+class MonitoringConfig(_Model):
+    """Prometheus, scraping, GPU alerts, a Grafana dashboard and HAMi-WebUI; off unless enabled."""
+
+    enabled: bool = Field(default=False, description="Deploy monitoring (on in prod)")
+    retention: str = Field(
+        default="15d",
+        pattern=r"^[0-9]+(h|d|w)$",
+        description="How long the stack's own Prometheus keeps samples (prometheusSpec.retention)",
+    )
+    storage_size: str = Field(
+        default="50Gi",
+        alias="storageSize",
+        pattern=r"^[1-9][0-9]*Gi$",
+        description="Persistent volume of the stack's own Prometheus",
+    )
+    storage_class: str = Field(
+        default="gp2",
+        alias="storageClass",
+        pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$",
+        description="StorageClass of that volume (needs the EBS CSI driver on the cluster)",
+    )
+    existing_prometheus: ExistingPrometheusConfig | None = Field(
+        default=None,
+        alias="existingPrometheus",
+        description="Use this Prometheus instead of deploying kube-prometheus-stack",
+    )
+    alerts: AlertThresholdsConfig = Field(default=AlertThresholdsConfig(), description="Alert thresholds")
+
+
 class StackConfig(_Model):
     """The whole stack: cluster, controllers, GPU pools and the teams that share them."""
 
@@ -278,6 +359,7 @@ class StackConfig(_Model):
     )
     pools: tuple[PoolConfig, ...] = Field(min_length=1)
     teams: tuple[TeamConfig, ...] = Field(min_length=1)
+    monitoring: MonitoringConfig = MonitoringConfig()
 
     def pool(self, name: str) -> PoolConfig:
         return next(p for p in self.pools if p.name == name)
@@ -301,7 +383,7 @@ class StackConfig(_Model):
         return pool.max_gpus
 
 
-CONFIG_KEYS = ("cluster", "karpenter", "hami", "nvidiaDevicePlugin", "pools", "teams")
+CONFIG_KEYS = ("cluster", "karpenter", "hami", "nvidiaDevicePlugin", "pools", "teams", "monitoring")
 
 
 def _config_key(loc: tuple[int | str, ...]) -> str:

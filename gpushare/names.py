@@ -67,3 +67,15 @@ NVIDIA_PLUGIN_RELEASE: Final = "nvidia-device-plugin"
 # Mock device plugin objects (our own manifests, modelled on Project-HAMi/mock-device-plugin v1.0.1).
 MOCK_NAME: Final = "hami-mock-device-plugin"
 MOCK_NAMESPACE: Final = "kube-system"
+
+# The system node group's label (components/cluster.py): monitoring controllers run there.
+SYSTEM_ROLE_LABEL: Final = "gpushare.io/role"
+SYSTEM_ROLE: Final = "system"
+
+# Monitoring (gpushare:monitoring): releases share one namespace; the kube-prometheus-stack release name is
+# also its fullnameOverride, so the Prometheus Service is `<release>-prometheus` (at most 26 characters).
+MONITORING_NAMESPACE: Final = "monitoring"
+MONITORING_RELEASE: Final = "kube-prometheus-stack"
+DCGM_RELEASE: Final = "dcgm-exporter"
+WEBUI_RELEASE: Final = "hami-webui"
+MONITORING_API: Final = "monitoring.coreos.com/v1"

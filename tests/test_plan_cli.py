@@ -14,7 +14,8 @@ def test_plan_writes_manifests_and_helm_values(plans):
     overlay = yaml.safe_load((folder / "manifests" / "nodeoverlay-g5-shared-g5-xlarge.yaml").read_text())
     assert overlay["spec"]["capacity"]["nvidia.com/gpumem"] == "23028"
     helm = {p.name for p in (folder / "helm").iterdir()}
-    assert helm == {"karpenter-crd.yaml", "karpenter.yaml", "hami.yaml", "nvidia-device-plugin.yaml"}
+    stack = {"karpenter-crd.yaml", "karpenter.yaml", "hami.yaml", "nvidia-device-plugin.yaml"}
+    assert helm == stack | {"kube-prometheus-stack.yaml", "dcgm-exporter.yaml", "hami-webui.yaml"}
     hami = yaml.safe_load((folder / "helm" / "hami.yaml").read_text())
     assert (hami["chart"], hami["version"], hami["repository"]) == (
         "hami",

@@ -10,6 +10,7 @@ from pathlib import Path
 import yaml
 
 from gpushare.config import load_stack_config
+from gpushare.render.monitoring import monitoring_objects, monitoring_releases
 from gpushare.render.stack import helm_releases, kubernetes_objects
 from gpushare.render.yamlio import dump, dump_all
 
@@ -22,10 +23,14 @@ def render_golden(stack: str) -> dict[str, str]:
     """File name -> content for one stack."""
     raw = yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text())["config"]
     config = load_stack_config(raw)
-    return {
+    files = {
         "manifests.yaml": dump_all(kubernetes_objects(config)),
         "helm.yaml": dump([release.as_dict() for release in helm_releases(config)]),
     }
+    if config.monitoring.enabled:
+        releases = [release.as_dict() for release in monitoring_releases(config)]
+        files["monitoring.yaml"] = dump_all([*releases, *monitoring_objects(config)])
+    return files
 
 
 def main() -> None:
