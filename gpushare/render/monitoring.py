@@ -57,7 +57,8 @@ DASHBOARD_LABEL: Final = ("grafana_dashboard", "1")
 POOL_METRIC_LABEL: Final = "label_" + names.POOL_LABEL.replace(".", "_").replace("/", "_")
 # kube-state-metrics sanitizes extended resource names in its `resource` label.
 KSM_GPU_RESOURCE: Final = names.GPU.replace(".", "_").replace("/", "_")
-# Karpenter chart 1.15: Service `<fullname>` port `http-metrics` (8080), selector labels name/instance.
+# Karpenter chart (aws/karpenter-provider-aws charts/karpenter at v1.14.1; the v1.15 docs name the same
+# karpenter.kube-system.svc:8080): Service `<fullname>` port `http-metrics`, labels app.kubernetes.io/name+instance.
 KARPENTER_METRICS_PORT: Final = "http-metrics"
 # HAMi chart 2.8.3: scheduler Service `<fullname>-scheduler` port `monitor` -> 9395; device-plugin Service
 # `<fullname>-device-plugin-monitor` port `monitorport` -> 9394 (charts/hami/templates/*/[monitor]service.yaml).
