@@ -12,7 +12,7 @@ from gpushare import names
 from gpushare.config import load_stack_config
 from gpushare.errors import ConfigError
 from gpushare.render import monitoring
-from tests.conftest import ROOT
+from tests.conftest import ROOT, raw_stack
 from tests.test_wiring import by_type, one, urn
 
 HELM = "kubernetes:helm.sh/v3:Release"
@@ -172,3 +172,14 @@ def test_monitoring_is_wired_after_the_cluster_and_scraped_releases(plans):
             assert kps["urn"] in resource["dependencies"], resource["name"]
             assert resource["parent"].endswith("gpushare:index:Monitoring::monitoring")
     assert not [r for r in plans["dev"]["resources"] if r["type"] == "gpushare:index:Monitoring"]
+
+
+def test_every_monitoring_value_key_was_verified_in_the_pinned_chart(prod_raw):
+    prod_raw["gpushare:monitoring"]["existingPrometheus"] = {"url": "http://prom.obs.svc:9090", "labels": {"a": "b"}}
+    for config in (load_stack_config(raw_stack("prod")), load_stack_config(prod_raw)):
+        for release in monitoring.monitoring_releases(config):
+            assert monitoring.unverified_value_keys(release.chart, release.version, release.values) == [], release.name
+    assert monitoring.unverified_value_keys(
+        monitoring.DCGM_CHART, monitoring.DCGM_VERSION, {"nodeSelector": {"a": "b"}}
+    ) == ["nodeSelector.a"]
+    assert monitoring.unverified_value_keys(monitoring.DCGM_CHART, "9.9.9", {"image": {"tag": "x"}}) == ["image.tag"]

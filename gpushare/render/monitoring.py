@@ -94,6 +94,30 @@ def known_metrics() -> frozenset[str]:
     return frozenset(m for component in metric_catalog().values() for m in component["metrics"])
 
 
+@cache
+def verified_chart_keys() -> dict[str, Any]:
+    """`chart@version` -> value keys read in that chart's values.yaml (gpushare/monitoring/chart-keys.yaml)."""
+    return yaml.safe_load((DATA / "chart-keys.yaml").read_text())
+
+
+def _leaf_paths(values: Mapping[str, Any], prefix: str = "") -> Iterator[str]:
+    for key, value in values.items():
+        path = f"{prefix}.{key}" if prefix else str(key)
+        if isinstance(value, Mapping) and value:
+            yield from _leaf_paths(value, path)
+        else:
+            yield path
+
+
+def unverified_value_keys(chart: str, version: str, values: Mapping[str, Any]) -> list[str]:
+    """Value paths not among the keys verified for that chart version (all of them for an unknown chart)."""
+    entry = verified_chart_keys().get(f"{chart}@{version}")
+    if entry is None:
+        return sorted(_leaf_paths(values))
+    keys = entry["keys"]
+    return [p for p in _leaf_paths(values) if not any(p == k or p.startswith(f"{k}.") for k in keys)]
+
+
 def webui_compatible(hami_chart: str, webui_chart: str) -> bool:
     """True when the WebUI chart reads the metric names the HAMi chart's components export."""
     if webui_chart not in WEBUI_HAMI_RANGES:
@@ -368,6 +392,13 @@ def _team_namespaces(config: StackConfig) -> str:
     return "|".join(team.name for team in config.teams)
 
 
+def _running_gpu_requests(selector: str = "") -> str:
+    """nvidia.com/gpu requested by containers of Running pods (finished pods keep their request series)."""
+    extra = f", {selector}" if selector else ""
+    requests = f'kube_pod_container_resource_requests{{resource="{KSM_GPU_RESOURCE}"{extra}}}'
+    return f'{requests} * on (namespace, pod) group_left () (kube_pod_status_phase{{phase="Running"}} == 1)'
+
+
 def _pending_gpu_pods() -> str:
     """Pods in phase Pending that request nvidia.com/gpu (every HAMi or exclusive GPU pod does)."""
     pending = 'max by (namespace, pod) (kube_pod_status_phase{phase="Pending"}) == 1'
@@ -478,6 +509,7 @@ def panels(config: StackConfig) -> list[Panel]:
     """Dashboard panels: what is shared and used, per pool and team, and what is stuck."""
     gpu = KSM_GPU_RESOURCE
     pool = f"{{{{{POOL_METRIC_LABEL}}}}}"
+    teams = f'namespace=~"{_team_namespaces(config)}"'
     return [
         Panel(
             "vGPUs registered vs allocated per pool",
@@ -486,7 +518,7 @@ def panels(config: StackConfig) -> list[Panel]:
                 (f"{pool} registered", _by_pool(f'kube_node_status_allocatable{{resource="{gpu}"}}', "node")),
                 (
                     f"{pool} allocated",
-                    _by_pool(f'sum by (node) (kube_pod_container_resource_requests{{resource="{gpu}"}})', "node"),
+                    _by_pool(f"sum by (node) ({_running_gpu_requests()})", "node"),
                 ),
             ),
         ),
@@ -512,8 +544,7 @@ def panels(config: StackConfig) -> list[Panel]:
             (
                 (
                     "{{namespace}} vGPUs",
-                    f'sum by (namespace) (kube_pod_container_resource_requests{{resource="{gpu}", '
-                    f'namespace=~"{_team_namespaces(config)}"}})',
+                    f"sum by (namespace) ({_running_gpu_requests(teams)})",
                 ),
                 ("{{podnamespace}} memory MiB", "sum by (podnamespace) (vGPUMemoryAllocated) / 1048576"),
                 ("{{podnamespace}} cores %", "sum by (podnamespace) (vGPUCoreAllocated)"),
