@@ -95,6 +95,12 @@ def test_no_floating_image_tags_in_monitoring_releases(prod):
     chart_default = {"image": {"frontend": {"repository": "projecthami/hami-webui-fe-oss", "tag": "main"}}}
     assert monitoring.floating_image_tags(chart_default) == ["image.frontend"]
     assert monitoring.floating_image_tags({"image": {"repository": "nvcr.io/nvidia/k8s/dcgm-exporter"}}) == ["image"]
+    for release in monitoring.monitoring_releases(prod):
+        assert monitoring.unpinned_images(release.chart, release.values) == [], release.name
+    assert monitoring.unpinned_images(monitoring.WEBUI_CHART, {"service": {"type": "ClusterIP"}}) == [
+        "image.frontend",
+        "image.backend",
+    ]
 
 
 def test_exporter_runs_on_tainted_gpu_pools_only(prod):

@@ -50,6 +50,9 @@ WEBUI_REPOSITORY: Final = "https://project-hami.github.io/HAMi-WebUI"
 WEBUI_HAMI_RANGES: Final = {"1.0.5": ((2, 4, 0), (2, 9, 0)), "1.1.0": ((2, 4, 0), (2, 9, 0))}
 # Image tags that move: a release pinned to one of them is not reproducible.
 FLOATING_TAGS: Final = frozenset({"", "latest", "main", "master"})
+# Image value paths each monitoring chart must have pinned in its values, because the chart's default floats
+# (hami-webui 1.1.0: `main`) or could change under the same chart version.
+PINNED_IMAGE_PATHS: Final = {WEBUI_CHART: ("image.frontend", "image.backend"), DCGM_CHART: ("image",)}
 
 # Kubernetes objects of the stack's own Prometheus live here; the Grafana sidecar finds dashboards by label.
 DASHBOARD_LABEL: Final = ("grafana_dashboard", "1")
@@ -136,6 +139,19 @@ def floating_image_tags(values: Any, path: str = "") -> list[str]:
                 found.append(here)
             found.extend(floating_image_tags(value, here))
     return found
+
+
+def unpinned_images(chart: str, values: Mapping[str, Any]) -> list[str]:
+    """Image value paths of a monitoring release that float: a floating tag set, or a chart whose own default
+    floats (hami-webui defaults to `main`) left without a tag."""
+    problems = floating_image_tags(values)
+    for path in PINNED_IMAGE_PATHS.get(chart, ()):
+        node: Any = values
+        for part in path.split("."):
+            node = node.get(part, {}) if isinstance(node, Mapping) else {}
+        if str(node.get("tag", "")) in FLOATING_TAGS and path not in problems:
+            problems.append(path)
+    return problems
 
 
 def exporter_placement_problems(values: Mapping[str, Any]) -> list[str]:
