@@ -30,6 +30,7 @@ import yaml
 
 from gpushare import compat, names
 from gpushare.config import MonitoringConfig, StackConfig
+from gpushare.render.hami import hami_values
 from gpushare.render.stack import HelmRelease
 
 DATA = Path(__file__).resolve().parent.parent / "monitoring"
@@ -400,7 +401,7 @@ def service_monitors(config: StackConfig) -> list[dict[str, Any]]:
 
 def hami_jobs(config: StackConfig) -> tuple[str, str]:
     """The `job` label Prometheus gives HAMi's targets: the Service names of the pinned release."""
-    fullname = compat.hami_fullname(names.HAMI_RELEASE, {})
+    fullname = compat.hami_fullname(names.HAMI_RELEASE, hami_values(config))
     return f"{fullname}-scheduler", f"{fullname}-device-plugin-monitor"
 
 
