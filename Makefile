@@ -7,7 +7,7 @@ CONFIG ?= Pulumi.$(STACK).yaml
 POLICY_CONFIG ?=
 POLICY_FLAG = $(if $(POLICY_CONFIG),--policy-config $(POLICY_CONFIG))
 
-.PHONY: test lint plan check golden bench rules-test clean
+.PHONY: test lint plan check golden bench rules-test e2e clean
 
 $(VENV)/.installed: requirements.txt
 	python3 -m venv $(VENV)
@@ -36,6 +36,9 @@ bench: $(VENV)/.installed ## print how long rendering, planning and checking tak
 
 rules-test: $(VENV)/.installed ## promtool check/test the GPU alerts, parse every dashboard query (needs Go)
 	$(PY) -m tools.rules_test
+
+e2e: $(VENV)/.installed ## offline cluster: real kube-apiserver, Karpenter and KWOK run the stack (needs Go)
+	$(PY) -m e2e
 
 clean:
 	rm -rf build

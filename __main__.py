@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pulumi
+import pulumi_aws as aws
 from pulumi.runtime.config import CONFIG, get_config_env
 
 from components.capacity import GpuCapacity
@@ -24,10 +25,19 @@ except UserError as error:
     raise pulumi.RunError(str(error)) from None
 
 releases = {release.name: release for release in helm_releases(config)}
+# The partition (aws, aws-cn, aws-us-gov) and account, looked up once: no ARN spells a partition.
+partition = aws.get_partition_output().partition
+account_id = aws.get_caller_identity_output().account_id
 network = Network("network", config)
-cluster = Cluster("cluster", config, network.vpc_id, network.private_subnet_ids, network.public_subnet_ids)
+cluster = Cluster("cluster", config, network.vpc_id, network.private_subnet_ids, network.public_subnet_ids, partition)
 karpenter = Karpenter(
-    "karpenter", config, cluster, releases[names.KARPENTER_CRD_RELEASE], releases[names.KARPENTER_RELEASE]
+    "karpenter",
+    config,
+    cluster,
+    releases[names.KARPENTER_CRD_RELEASE],
+    releases[names.KARPENTER_RELEASE],
+    partition,
+    account_id,
 )
 hami = Hami("hami", releases[names.HAMI_RELEASE], cluster)
 mock = MockDevicePlugin("mock-device-plugin", config, cluster, hami)
@@ -36,7 +46,7 @@ if names.NVIDIA_PLUGIN_RELEASE in releases:
     nvidia = NvidiaDevicePlugin("nvidia-device-plugin", releases[names.NVIDIA_PLUGIN_RELEASE], cluster)
     plugins[names.SHARING_EXCLUSIVE] = [nvidia.release]
 GpuCapacity("gpu-capacity", config, cluster, [*karpenter.releases, karpenter.node_class], plugins)
-Tenancy("tenancy", config, cluster)
+Tenancy("tenancy", config, cluster, partition)
 if config.monitoring.enabled:
     scraped = [cluster.system_nodes, hami.release, *karpenter.releases]
     args = MonitoringArgs(monitoring_releases(config), monitoring_objects(config), cluster.provider, scraped)

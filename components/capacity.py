@@ -13,7 +13,7 @@ import pulumi
 from components.cluster import Cluster
 from components.kube import declare_all
 from gpushare.config import StackConfig
-from gpushare.render.karpenter import node_overlays, node_pool
+from gpushare.render.karpenter import node_overlays, node_pool, node_pool_delete_timeout
 
 
 class GpuCapacity(pulumi.ComponentResource):
@@ -38,6 +38,7 @@ class GpuCapacity(pulumi.ComponentResource):
                 self,
                 cluster.provider,
                 [*karpenter_dependencies, *plugin_dependencies[pool.sharing], *overlays],
+                pulumi.CustomTimeouts(delete=node_pool_delete_timeout(pool)),
             )
             self.node_pools.append(pool_resource)
         self.register_outputs({"pools": [pool.name for pool in config.pools]})

@@ -1,5 +1,6 @@
-"""Cluster: EKS with API access entries, KMS secrets encryption, control-plane logs, Pod Identity, and a
-managed on-demand system node group for Karpenter, HAMi's scheduler and CoreDNS."""
+"""Cluster: EKS with API access entries, KMS secrets encryption, control-plane logs (a managed log group with
+a retention), Pod Identity, private-endpoint ingress, and a managed on-demand system node group for
+Karpenter, HAMi's scheduler and CoreDNS."""
 
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ import pulumi_kubernetes as k8s
 
 from gpushare.config import StackConfig
 from gpushare.render import iam
+from gpushare.render.aws_names import control_plane_log_group, system_node_role_name
 
 CONTROL_PLANE_LOGS = ["api", "audit", "authenticator", "controllerManager", "scheduler"]
+CLUSTER_ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
 
 
 class Cluster(pulumi.ComponentResource):
@@ -32,6 +35,7 @@ class Cluster(pulumi.ComponentResource):
         vpc_id: pulumi.Input[str],
         private_subnet_ids: pulumi.Input[list[str]],
         public_subnet_ids: pulumi.Input[list[str]],
+        partition: pulumi.Input[str],
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("gpushare:index:Cluster", name, None, opts)
@@ -47,6 +51,7 @@ class Cluster(pulumi.ComponentResource):
         )
         system_role = aws.iam.Role(
             f"{cluster.name}-system-node",
+            name=system_node_role_name(cluster.name),
             assume_role_policy=json.dumps(iam.service_trust_policy("ec2.amazonaws.com")),
             tags=cluster.tags,
             opts=child,
@@ -55,11 +60,35 @@ class Cluster(pulumi.ComponentResource):
             aws.iam.RolePolicyAttachment(
                 f"{cluster.name}-system-node-{policy}",
                 role=system_role.name,
-                policy_arn=f"arn:aws:iam::aws:policy/{policy}",
+                policy_arn=pulumi.Output.from_input(partition).apply(
+                    lambda p, name=policy: iam.managed_policy_arn(p, name)
+                ),
                 opts=child,
             )
             for policy in iam.SYSTEM_NODE_POLICIES
         ]
+        # EKS writes to this group when it exists: created first, it gets a retention and goes on destroy.
+        log_group = aws.cloudwatch.LogGroup(
+            f"{cluster.name}-control-plane",
+            name=control_plane_log_group(cluster.name),
+            retention_in_days=cluster.log_retention_days,
+            tags=cluster.tags,
+            opts=child,
+        )
+        admins = {
+            f"admin-{index}": eks.AccessEntryArgs(
+                principal_arn=arn,
+                access_policies={
+                    "cluster-admin": eks.AccessPolicyAssociationArgs(
+                        policy_arn=pulumi.Output.from_input(partition).apply(
+                            lambda p: iam.eks_access_policy_arn(p, CLUSTER_ADMIN_POLICY)
+                        ),
+                        access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"),
+                    )
+                },
+            )
+            for index, arn in enumerate(cluster.admin_principal_arns)
+        }
         self.eks_cluster = eks.Cluster(
             cluster.name,
             name=cluster.name,
@@ -79,10 +108,39 @@ class Cluster(pulumi.ComponentResource):
             endpoint_private_access=cluster.endpoint.private_access,
             public_access_cidrs=list(cluster.endpoint.public_access_cidrs) or None,
             create_oidc_provider=False,
+            upgrade_policy=aws.eks.ClusterUpgradePolicyArgs(support_type=cluster.support_type),
+            access_entries=admins or None,
             tags=cluster.tags,
             cluster_tags={**cluster.tags, "karpenter.sh/discovery": cluster.name},
-            opts=pulumi.ResourceOptions(parent=self, depends_on=attachments),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[*attachments, log_group]),
         )
+        # The cluster security group admits only itself: whoever runs the next `pulumi up` (or kubectl)
+        # against the private endpoint must be let in on 443.
+        endpoint = cluster.endpoint
+        for index, cidr in enumerate(endpoint.private_access_cidrs):
+            aws.vpc.SecurityGroupIngressRule(
+                f"{cluster.name}-api-cidr-{index}",
+                security_group_id=self.eks_cluster.cluster_security_group_id,
+                cidr_ipv4=cidr,
+                ip_protocol="tcp",
+                from_port=443,
+                to_port=443,
+                description="Kubernetes API (private endpoint)",
+                tags=cluster.tags,
+                opts=child,
+            )
+        for index, group in enumerate(endpoint.private_access_security_group_ids):
+            aws.vpc.SecurityGroupIngressRule(
+                f"{cluster.name}-api-sg-{index}",
+                security_group_id=self.eks_cluster.cluster_security_group_id,
+                referenced_security_group_id=group,
+                ip_protocol="tcp",
+                from_port=443,
+                to_port=443,
+                description="Kubernetes API (private endpoint)",
+                tags=cluster.tags,
+                opts=child,
+            )
         # Karpenter's EC2NodeClass selects node security groups by this discovery tag.
         aws.ec2.Tag(
             f"{cluster.name}-node-sg-discovery",

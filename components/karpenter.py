@@ -14,7 +14,13 @@ from components.kube import declare_all, helm_release
 from gpushare import names
 from gpushare.config import StackConfig
 from gpushare.render import iam
-from gpushare.render.karpenter import ec2_node_class, interruption_queue_name, node_role_name
+from gpushare.render.aws_names import (
+    controller_role_name,
+    interruption_queue_name,
+    interruption_rule_name,
+    node_role_name,
+)
+from gpushare.render.karpenter import ec2_node_class
 from gpushare.render.stack import HelmRelease
 
 
@@ -34,6 +40,8 @@ class Karpenter(pulumi.ComponentResource):
         cluster: Cluster,
         crd_release: HelmRelease,
         controller_release: HelmRelease,
+        partition: pulumi.Output[str],
+        account_id: pulumi.Output[str],
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("gpushare:index:Karpenter", name, None, opts)
@@ -44,7 +52,7 @@ class Karpenter(pulumi.ComponentResource):
 
         self.node_role = aws.iam.Role(
             f"{cluster_name}-karpenter-node",
-            name=node_role_name(config),
+            name=node_role_name(cluster_name),
             assume_role_policy=json.dumps(iam.service_trust_policy("ec2.amazonaws.com")),
             tags=tags,
             opts=child,
@@ -53,7 +61,7 @@ class Karpenter(pulumi.ComponentResource):
             aws.iam.RolePolicyAttachment(
                 f"{cluster_name}-karpenter-node-{policy}",
                 role=self.node_role.name,
-                policy_arn=f"arn:aws:iam::aws:policy/{policy}",
+                policy_arn=partition.apply(lambda p, name=policy: iam.managed_policy_arn(p, name)),
                 opts=child,
             )
             for policy in iam.NODE_ROLE_POLICIES
@@ -69,7 +77,7 @@ class Karpenter(pulumi.ComponentResource):
 
         self.queue = aws.sqs.Queue(
             f"{cluster_name}-karpenter",
-            name=interruption_queue_name(config),
+            name=interruption_queue_name(cluster_name),
             message_retention_seconds=300,
             sqs_managed_sse_enabled=True,
             tags=tags,
@@ -84,7 +92,11 @@ class Karpenter(pulumi.ComponentResource):
         rules = []
         for event, pattern in iam.INTERRUPTION_EVENTS.items():
             rule = aws.cloudwatch.EventRule(
-                f"{cluster_name}-karpenter-{event}", event_pattern=json.dumps(pattern), tags=tags, opts=child
+                f"{cluster_name}-karpenter-{event}",
+                name=interruption_rule_name(cluster_name, event),
+                event_pattern=json.dumps(pattern),
+                tags=tags,
+                opts=child,
             )
             rules.append(
                 aws.cloudwatch.EventTarget(
@@ -95,17 +107,14 @@ class Karpenter(pulumi.ComponentResource):
                 )
             )
 
-        identity = aws.get_caller_identity_output()
-        partition = aws.get_partition_output()
-        policy_document = pulumi.Output.all(
-            partition.partition, identity.account_id, self.node_role.arn, self.queue.arn
-        ).apply(
+        policy_document = pulumi.Output.all(partition, account_id, self.node_role.arn, self.queue.arn).apply(
             lambda args: json.dumps(
                 iam.karpenter_controller_policy(args[0], config.region, args[1], cluster_name, args[2], args[3])
             )
         )
         self.controller_role = aws.iam.Role(
             f"{cluster_name}-karpenter-controller",
+            name=controller_role_name(cluster_name),
             assume_role_policy=json.dumps(
                 iam.service_trust_policy("pods.eks.amazonaws.com", ("sts:AssumeRole", "sts:TagSession"))
             ),

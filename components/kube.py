@@ -42,9 +42,12 @@ def declare_all(
     parent: pulumi.Resource,
     provider: pulumi.ProviderResource,
     depends_on: Sequence[pulumi.Resource] = (),
+    timeouts: pulumi.CustomTimeouts | None = None,
 ) -> list[pulumi.CustomResource]:
     """Declare objects in order; each waits for `depends_on` (CRDs, controllers) to exist first."""
-    opts = pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=list(depends_on))
+    opts = pulumi.ResourceOptions(
+        parent=parent, provider=provider, depends_on=list(depends_on), custom_timeouts=timeouts
+    )
     return [declare(obj, opts) for obj in objects]
 
 

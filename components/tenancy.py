@@ -8,15 +8,21 @@ import pulumi_aws as aws
 from components.cluster import Cluster
 from components.kube import declare_all
 from gpushare.config import StackConfig
+from gpushare.render import iam
 from gpushare.render.tenancy import team_objects
 
 # The managed EKS access policy that grants edit rights, scoped below to the team's namespace only.
-TEAM_ACCESS_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSEditPolicy"
+TEAM_ACCESS_POLICY = "AmazonEKSEditPolicy"
 
 
 class Tenancy(pulumi.ComponentResource):
     def __init__(
-        self, name: str, config: StackConfig, cluster: Cluster, opts: pulumi.ResourceOptions | None = None
+        self,
+        name: str,
+        config: StackConfig,
+        cluster: Cluster,
+        partition: pulumi.Output[str],
+        opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("gpushare:index:Tenancy", name, None, opts)
         after_cluster = pulumi.ResourceOptions(parent=self, depends_on=[cluster.eks_cluster])
@@ -37,7 +43,7 @@ class Tenancy(pulumi.ComponentResource):
                 f"{config.cluster.name}-team-{team.name}",
                 cluster_name=config.cluster.name,
                 principal_arn=entry.principal_arn,
-                policy_arn=TEAM_ACCESS_POLICY,
+                policy_arn=partition.apply(lambda p: iam.eks_access_policy_arn(p, TEAM_ACCESS_POLICY)),
                 access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="namespace", namespaces=[team.name]),
                 opts=after_cluster,
             )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import re
 from collections.abc import Mapping
 from functools import cached_property
 from typing import Any, Literal
@@ -109,13 +110,32 @@ class SystemNodeGroupConfig(_Model):
 
 
 class EndpointConfig(_Model):
-    """Who reaches the Kubernetes API. A public endpoint must name the CIDRs allowed to reach it."""
+    """Who reaches the Kubernetes API. A public endpoint must name the CIDRs allowed to reach it; a private
+    one admits, on 443 of the cluster security group, the CIDRs and security groups listed here."""
 
     public_access: bool = Field(default=True, alias="publicAccess")
     private_access: bool = Field(default=True, alias="privateAccess")
     public_access_cidrs: tuple[str, ...] = Field(default=(), alias="publicAccessCidrs")
+    private_access_cidrs: tuple[str, ...] = Field(
+        default=(),
+        alias="privateAccessCidrs",
+        description="CIDRs (VPN, peered VPC, CI runners) allowed to reach the private endpoint on 443",
+    )
+    private_access_security_group_ids: tuple[str, ...] = Field(
+        default=(),
+        alias="privateAccessSecurityGroupIds",
+        description="Security groups (e.g. of a bastion or CI runner) allowed to reach the private endpoint on 443",
+    )
 
-    @field_validator("public_access_cidrs")
+    @field_validator("private_access_security_group_ids")
+    @classmethod
+    def _groups(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for group in value:
+            if not re.fullmatch(r"sg-[0-9a-f]{8,17}", group):
+                raise ValueError(f"{group!r} is not a security group id like sg-0123456789abcdef0")
+        return value
+
+    @field_validator("public_access_cidrs", "private_access_cidrs")
     @classmethod
     def _cidrs(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         for cidr in value:
@@ -133,20 +153,92 @@ class EndpointConfig(_Model):
             raise ValueError("publicAccess is true: list publicAccessCidrs (0.0.0.0/0 only on purpose)")
         if not self.public_access and self.public_access_cidrs:
             raise ValueError("publicAccessCidrs is set but publicAccess is false")
+        private_allowed = self.private_access_cidrs or self.private_access_security_group_ids
+        if not self.private_access and private_allowed:
+            raise ValueError("privateAccessCidrs/privateAccessSecurityGroupIds are set but privateAccess is false")
+        if not self.public_access and not private_allowed:
+            raise ValueError(
+                "publicAccess is false and nobody may reach the private endpoint (the cluster security group "
+                "admits only itself, so pulumi up could not install anything): list privateAccessCidrs or "
+                "privateAccessSecurityGroupIds"
+            )
         return self
+
+
+# CloudWatch Logs accepts only these retention periods (PutRetentionPolicy retentionInDays).
+LOG_RETENTION_DAYS = (
+    1,
+    3,
+    5,
+    7,
+    14,
+    30,
+    60,
+    90,
+    120,
+    150,
+    180,
+    365,
+    400,
+    545,
+    731,
+    1096,
+    1827,
+    2192,
+    2557,
+    2922,
+    3288,
+    3653,
+)
+ARN_PRINCIPAL = r"^arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/[\w+=,.@/-]+$"
 
 
 class ClusterConfig(_Model):
     name: str = Field(pattern=r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$")
-    kubernetes_version: str = Field(default="1.34", alias="kubernetesVersion", pattern=r"^1\.[0-9]{2}$")
+    kubernetes_version: str = Field(default="1.36", alias="kubernetesVersion", pattern=r"^1\.[0-9]{2}$")
     network: NetworkConfig = NetworkConfig()
     system_node_group: SystemNodeGroupConfig = Field(default=SystemNodeGroupConfig(), alias="systemNodeGroup")
     endpoint: EndpointConfig
     tags: dict[str, str] = {}
+    admin_principal_arns: tuple[str, ...] = Field(
+        default=(),
+        alias="adminPrincipalArns",
+        description="IAM roles/users (e.g. the CI role that runs the next pulumi up) made cluster admins by "
+        "access entry; the identity that creates the cluster is admin anyway",
+    )
+    log_retention_days: int = Field(
+        default=90,
+        alias="logRetentionDays",
+        description="Retention of the control-plane log group the stack manages",
+    )
+    support_type: Literal["STANDARD", "EXTENDED"] = Field(
+        default="STANDARD",
+        alias="supportType",
+        description="EKS upgrade policy: EXTENDED keeps an old version running at extra cost",
+    )
+
+    @field_validator("admin_principal_arns")
+    @classmethod
+    def _principals(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for arn in value:
+            if not re.fullmatch(ARN_PRINCIPAL, arn):
+                raise ValueError(f"{arn!r} is not an IAM role or user ARN like arn:aws:iam::123456789012:role/ci")
+        if len(set(value)) != len(value):
+            raise ValueError("lists a principal twice")
+        return value
+
+    @field_validator("log_retention_days")
+    @classmethod
+    def _retention(cls, value: int) -> int:
+        if value not in LOG_RETENTION_DAYS:
+            raise ValueError(
+                f"{value} is not a CloudWatch retention; allowed: {', '.join(map(str, LOG_RETENTION_DAYS))}"
+            )
+        return value
 
 
 class KarpenterConfig(_Model):
-    chart_version: str = Field(default="1.14.1", alias="chartVersion")
+    chart_version: str = Field(default="1.15.1", alias="chartVersion")
     ami_version: str = Field(default="latest", alias="amiVersion", pattern=r"^(latest|v[0-9]{8})$")
 
     @field_validator("chart_version")
@@ -211,7 +303,7 @@ class HamiConfig(_Model):
 class NvidiaDevicePluginConfig(_Model):
     """The official NVIDIA device plugin, used only on exclusive (whole-GPU) pools."""
 
-    chart_version: str = Field(default="0.18.2", alias="chartVersion", pattern=r"^[0-9]+\.[0-9]+\.[0-9]+$")
+    chart_version: str = Field(default="0.20.1", alias="chartVersion", pattern=r"^[0-9]+\.[0-9]+\.[0-9]+$")
 
 
 class DisruptionConfig(_Model):
@@ -220,6 +312,13 @@ class DisruptionConfig(_Model):
     )
     consolidate_after: str = Field(default="10m", alias="consolidateAfter", pattern=DURATION)
     expire_after: str = Field(default="720h", alias="expireAfter", pattern=r"^(Never|([0-9]+(s|m|h))+)$")
+    termination_grace_period: str = Field(
+        default="1h",
+        alias="terminationGracePeriod",
+        pattern=DURATION,
+        description="How long a draining node may wait for pods (and their PodDisruptionBudgets) before "
+        "Karpenter terminates it; bounds pulumi destroy",
+    )
 
 
 class PoolConfig(_Model):

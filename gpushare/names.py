@@ -50,6 +50,9 @@ KARPENTER_CHART: Final = "karpenter"
 KARPENTER_CRD_CHART: Final = "karpenter-crd"
 HAMI_CHART: Final = "hami"
 NVIDIA_PLUGIN_CHART: Final = "nvidia-device-plugin"
+# The NVIDIA chart's default node affinity (deployments/helm/nvidia-device-plugin/values.yaml, v0.18-v0.20)
+# admits a node by NFD labels this stack does not install, or by this label, which it sets on exclusive pools.
+NVIDIA_GPU_PRESENT_LABEL: Final = ("nvidia.com/gpu.present", "true")
 
 # Helm releases: names are pinned because chart object names derive from them.
 KARPENTER_NAMESPACE: Final = "kube-system"

@@ -34,7 +34,7 @@ def test_defaults_fill_what_is_left_out():
     for key in ("gpushare:karpenter", "gpushare:hami"):
         del raw[key]
     config = load_stack_config(raw)
-    assert config.karpenter.chart_version == "1.14.1"
+    assert config.karpenter.chart_version == "1.15.1"
     assert config.hami.chart_version == "2.8.3"
     assert config.hami.profile.device_split_count == 10
 

@@ -252,7 +252,7 @@ CASES = {
     "scheduler minor mismatch": (
         "hami-values-match-chart-version",
         lambda r: _set(release(r, "hami"), ["values", "scheduler", "kubeScheduler", "image", "tag"], "v1.33.2"),
-        ['image.tag is "v1.33.2"', "Kubernetes 1.34", "set it to v1.34.0"],
+        ['image.tag is "v1.33.2"', "Kubernetes 1.36", "set it to v1.36.0"],
     ),
     "unknown hami chart": (
         "hami-values-match-chart-version",
@@ -392,9 +392,9 @@ def test_limits_min_nodes_is_tunable(plans):
 
 
 def test_karpenter_version_threshold_is_tunable(plans):
-    config = {"karpenter-version-recommended": {"minimumVersion": "1.15.0"}}
+    config = {"karpenter-version-recommended": {"minimumVersion": "1.16.0"}}
     found = messages(resources_of(plans["dev"]), "karpenter-version-recommended", config)
-    assert found == [found[0]] and "below 1.15.0" in found[0]
+    assert found == [found[0]] and "below 1.16.0" in found[0]
 
 
 def test_endpoint_prefix_is_tunable(plans):

@@ -97,7 +97,7 @@ def test_hami_node_selector_key_follows_the_chart_version(chart, key, absent):
 
 def test_hami_scheduler_image_matches_cluster_minor(dev):
     image = hami.hami_values(dev)["scheduler"]["kubeScheduler"]["image"]
-    assert image == {"registry": "registry.k8s.io", "repository": "kube-scheduler", "tag": "v1.34.0"}
+    assert image == {"registry": "registry.k8s.io", "repository": "kube-scheduler", "tag": "v1.36.0"}
 
 
 def test_hami_device_plugin_tolerates_the_gpu_taint(dev):
@@ -160,7 +160,7 @@ def test_nvidia_plugin_release_only_with_exclusive_pools(dev, prod):
     assert "nvidia-device-plugin" not in [r.name for r in helm_releases(dev)]
     plugin = next(r for r in helm_releases(prod) if r.name == "nvidia-device-plugin")
     assert plugin.values["nodeSelector"] == {"gpushare.io/sharing": "exclusive"}
-    assert plugin.version == "0.18.2"
+    assert plugin.version == "0.20.1"
 
 
 def test_rendering_is_deterministic(prod):

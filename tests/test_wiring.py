@@ -124,7 +124,13 @@ def test_karpenter_release_values_and_controller_policy(plans):
         one(plan, "aws:iam/rolePolicy:RolePolicy", "gpushare-dev-karpenter-controller")["inputs"]["policy"]
     )
     unscoped = {s["Sid"] for s in policy["Statement"] if s["Resource"] == "*"}
-    assert unscoped == {"AllowRegionalReadActions", "AllowPricingReadActions"}, "only reads may be unscoped"
+    # Upstream's unscoped reads; the zonal-shift read is conditioned on this cluster's ARN.
+    assert unscoped == {
+        "AllowRegionalReadActions",
+        "AllowPricingReadActions",
+        "AllowUnscopedInstanceProfileListAction",
+        "AllowZonalShiftStatusReadOnly",
+    }, "only reads may be unscoped"
     describe = next(s for s in policy["Statement"] if s["Sid"] == "AllowAPIServerEndpointDiscovery")
     assert describe["Resource"] == "arn:aws:eks:us-west-2:123456789012:cluster/gpushare-dev"
     pass_role = next(s for s in policy["Statement"] if s["Sid"] == "AllowPassingInstanceRole")

@@ -132,12 +132,12 @@ def _mock_pod_spec(config: StackConfig) -> dict[str, Any]:
 def nvidia_device_plugin_values() -> dict[str, Any]:
     """Official NVIDIA plugin only on exclusive pools, so no node ever runs two NVIDIA device plugins.
 
-    The chart's default affinity wants Node Feature Discovery labels, which this stack does not install;
-    the node selector on our own sharing label replaces it.
+    The chart keeps its default node affinity whatever map we pass (Helm merges maps; `{}` deletes nothing).
+    That affinity admits nodes labelled `nvidia.com/gpu.present=true`, which exclusive pools' nodes carry
+    (`pool_labels`); the node selector on our sharing label keeps the plugin off every HAMi node.
     """
     return {
         "nodeSelector": {names.SHARING_LABEL: names.SHARING_EXCLUSIVE},
-        "affinity": {},
         "tolerations": [dict(GPU_TOLERATION)],
         "priorityClassName": "system-node-critical",
     }

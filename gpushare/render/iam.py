@@ -27,6 +27,16 @@ INTERRUPTION_EVENTS: dict[str, dict[str, Any]] = {
 }
 
 
+def managed_policy_arn(partition: str, name: str) -> str:
+    """An AWS managed IAM policy in `partition` (aws, aws-cn, aws-us-gov)."""
+    return f"arn:{partition}:iam::aws:policy/{name}"
+
+
+def eks_access_policy_arn(partition: str, name: str) -> str:
+    """An EKS access policy (AmazonEKSClusterAdminPolicy, AmazonEKSEditPolicy, ...) in `partition`."""
+    return f"arn:{partition}:eks::aws:cluster-access-policy/{name}"
+
+
 def _statement(sid: str, actions: list[str], resources: list[str] | str, **condition: Any) -> dict[str, Any]:
     statement: dict[str, Any] = {"Sid": sid, "Effect": "Allow", "Action": actions, "Resource": resources}
     if condition:
@@ -37,7 +47,12 @@ def _statement(sid: str, actions: list[str], resources: list[str] | str, **condi
 def karpenter_controller_policy(
     partition: str, region: str, account_id: str, cluster_name: str, node_role_arn: str, queue_arn: str
 ) -> dict[str, Any]:
-    """Everything the controller needs, each write conditioned on this cluster's ownership tags."""
+    """The controller policy of Karpenter's getting-started CloudFormation, statement by statement.
+
+    Source: aws/karpenter-provider-aws@1d927085dd81 website/content/en/docs/getting-started/
+    getting-started-with-karpenter/cloudformation.yaml (its docs pin KARPENTER_VERSION 1.14.1; no 1.15
+    docs were readable here). tests/test_iam.py holds that statement list as data and compares.
+    """
     ec2 = f"arn:{partition}:ec2:{region}"
     owned = {f"aws:ResourceTag/kubernetes.io/cluster/{cluster_name}": "owned"}
     request_owned = {
@@ -49,6 +64,7 @@ def karpenter_controller_policy(
         for kind in ("fleet", "instance", "volume", "network-interface", "launch-template", "spot-instances-request")
     ]
     profile = f"arn:{partition}:iam::{account_id}:instance-profile/*"
+    cluster_arn = f"arn:{partition}:eks:{region}:{account_id}:cluster/{cluster_name}"
     return {
         "Version": "2012-10-17",
         "Statement": [
@@ -61,6 +77,7 @@ def karpenter_controller_policy(
                     f"{ec2}:*:security-group/*",
                     f"{ec2}:*:subnet/*",
                     f"{ec2}:*:capacity-reservation/*",
+                    f"{ec2}:*:placement-group/*",
                 ],
             ),
             _statement(
@@ -110,13 +127,14 @@ def karpenter_controller_policy(
             _statement(
                 "AllowRegionalReadActions",
                 [
-                    "ec2:DescribeAvailabilityZones",
                     "ec2:DescribeCapacityReservations",
                     "ec2:DescribeImages",
                     "ec2:DescribeInstances",
+                    "ec2:DescribeInstanceStatus",
                     "ec2:DescribeInstanceTypeOfferings",
                     "ec2:DescribeInstanceTypes",
                     "ec2:DescribeLaunchTemplates",
+                    "ec2:DescribePlacementGroups",
                     "ec2:DescribeSecurityGroups",
                     "ec2:DescribeSpotPriceHistory",
                     "ec2:DescribeSubnets",
@@ -168,13 +186,19 @@ def karpenter_controller_policy(
                 StringEquals={**owned, "aws:ResourceTag/topology.kubernetes.io/region": region},
                 StringLike={"aws:ResourceTag/karpenter.k8s.aws/ec2nodeclass": "*"},
             ),
-            _statement(
-                "AllowInstanceProfileReadActions", ["iam:GetInstanceProfile", "iam:ListInstanceProfiles"], profile
-            ),
+            # The EC2NodeClass finalizer lists instance profiles; scoped to a path it fails and destroy hangs.
+            _statement("AllowUnscopedInstanceProfileListAction", ["iam:ListInstanceProfiles"], "*"),
+            _statement("AllowInstanceProfileReadActions", ["iam:GetInstanceProfile"], profile),
             _statement(
                 "AllowAPIServerEndpointDiscovery",
                 ["eks:DescribeCluster"],
-                f"arn:{partition}:eks:{region}:{account_id}:cluster/{cluster_name}",
+                cluster_arn,
+            ),
+            _statement(
+                "AllowZonalShiftStatusReadOnly",
+                ["arc-zonal-shift:GetManagedResource"],
+                "*",
+                StringEquals={"arc-zonal-shift:ResourceIdentifier": cluster_arn},
             ),
         ],
     }

@@ -2,23 +2,29 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from gpushare import names
 from gpushare.config import PoolConfig, StackConfig
 from gpushare.hami import NodeCapacity
+from gpushare.render.aws_names import interruption_queue_name, node_role_name
 
 # GPU AMIs and ML images need room; the EC2NodeClass default root volume (20Gi) fills on the first pull.
 ROOT_VOLUME_SIZE = "200Gi"
 # Overlays never overlap (each names one pool and one instance type), so one weight serves them all.
 OVERLAY_WEIGHT = 10
+# Beyond the drain itself, deleting a NodePool waits for instance termination and finalizers.
+DELETE_SLACK_MINUTES = 15
 
 
 def pool_labels(pool: PoolConfig) -> dict[str, str]:
-    """Node labels a pool's nodes carry; HAMi pools also carry HAMi's device-plugin selector label."""
+    """Node labels a pool's nodes carry: each sharing mode also carries the label its device plugin needs."""
     labels = {names.POOL_LABEL: pool.name, names.SHARING_LABEL: pool.sharing}
     if pool.sharing == names.SHARING_HAMI:
         labels[names.HAMI_NODE_LABEL[0]] = names.HAMI_NODE_LABEL[1]
+    else:
+        labels[names.NVIDIA_GPU_PRESENT_LABEL[0]] = names.NVIDIA_GPU_PRESENT_LABEL[1]
     return dict(sorted(labels.items()))
 
 
@@ -51,6 +57,8 @@ def node_pool(config: StackConfig, pool: PoolConfig) -> dict[str, Any]:
                     ],
                     "taints": [dict(names.GPU_TAINT)],
                     "expireAfter": disruption.expire_after,
+                    # One tenant PodDisruptionBudget could otherwise hold a drain (and pulumi destroy) forever.
+                    "terminationGracePeriod": disruption.termination_grace_period,
                 },
             },
             # Only the GPU count is limited: a cpu/memory limit below one node's size blocks that type.
@@ -61,6 +69,18 @@ def node_pool(config: StackConfig, pool: PoolConfig) -> dict[str, Any]:
             },
         },
     }
+
+
+def _seconds(duration: str) -> int:
+    """A Go duration of h/m/s parts (the config's DURATION pattern) in seconds."""
+    return sum(
+        int(amount) * {"h": 3600, "m": 60, "s": 1}[unit] for amount, unit in re.findall(r"(\d+)([hms])", duration)
+    )
+
+
+def node_pool_delete_timeout(pool: PoolConfig) -> str:
+    """Pulumi's wait for a NodePool's deletion: its nodes' grace period plus time to launch-and-drain slack."""
+    return f"{_seconds(pool.disruption.termination_grace_period) // 60 + DELETE_SLACK_MINUTES}m"
 
 
 def overlay_name(pool: PoolConfig, instance_type: str) -> str:
@@ -89,14 +109,6 @@ def node_overlays(config: StackConfig, pool: PoolConfig) -> list[dict[str, Any]]
     return [node_overlay(pool, capacity) for capacity in config.capacities.get(pool.name, ())]
 
 
-def node_role_name(config: StackConfig) -> str:
-    return f"{config.cluster.name}-karpenter-node"
-
-
-def interruption_queue_name(config: StackConfig) -> str:
-    return f"{config.cluster.name}-karpenter"
-
-
 def ec2_node_class(config: StackConfig) -> dict[str, Any]:
     """The GPU node class: AL2023 (its NVIDIA variant is picked per GPU type), IMDSv2, encrypted root."""
     discovery = [{"tags": {"karpenter.sh/discovery": config.cluster.name}}]
@@ -106,7 +118,7 @@ def ec2_node_class(config: StackConfig) -> dict[str, Any]:
         "metadata": {"name": names.GPU_NODE_CLASS},
         "spec": {
             "amiSelectorTerms": [{"alias": config.karpenter.ami_alias}],
-            "role": node_role_name(config),
+            "role": node_role_name(config.cluster.name),
             "subnetSelectorTerms": discovery,
             "securityGroupSelectorTerms": discovery,
             "associatePublicIPAddress": False,
@@ -137,7 +149,7 @@ def karpenter_values(config: StackConfig) -> dict[str, Any]:
     return {
         "settings": {
             "clusterName": config.cluster.name,
-            "interruptionQueue": interruption_queue_name(config),
+            "interruptionQueue": interruption_queue_name(config.cluster.name),
             "featureGates": {"nodeOverlay": True},
         },
         "serviceAccount": {"name": names.KARPENTER_SERVICE_ACCOUNT},

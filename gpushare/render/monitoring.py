@@ -653,5 +653,11 @@ def monitoring_objects(config: StackConfig) -> list[dict[str, Any]]:
     """Objects created beside the releases: namespace, ServiceMonitors, rules, dashboard."""
     if not config.monitoring.enabled:
         return []
-    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": names.MONITORING_NAMESPACE}}
+    # Labelled: the API server counts an apply that sets no field at all as a change (new managedFields
+    # time), so a bare namespace would never re-apply as a no-op (seen in make e2e).
+    namespace = {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": names.MONITORING_NAMESPACE, "labels": {"app.kubernetes.io/part-of": "gpushare"}},
+    }
     return [namespace, *service_monitors(config), prometheus_rule(config), dashboard_configmap(config)]

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pydantic import Field, field_validator
 
 from gpushare import compat, names
+from gpushare.config import KarpenterConfig
 
 from .hami import Hami
 from .overlays import hami_pools
@@ -45,7 +46,8 @@ def check_overlay_gate(view: StackView, _config: None) -> Iterator[Finding]:
             karpenter.get("version"),
             f"NodeOverlay exists from Karpenter {_dotted(compat.KARPENTER_MIN_OVERLAY_VERSION)}; older controllers "
             f"ignore the {len(overlays)} overlays and cannot see HAMi's resources",
-            "pin chart 1.7.0 or newer (gpushare defaults to 1.14.1)",
+            f"pin chart {_dotted(compat.KARPENTER_MIN_OVERLAY_VERSION)} or newer "
+            f"(gpushare defaults to {KarpenterConfig().chart_version})",
         )
     gate = karpenter.get("values", "settings", "featureGates", "nodeOverlay")
     if gate is not True:

@@ -1,0 +1,87 @@
+"""Plays, on every fake GPU node, the parts a real node's kubelet and device plugins play.
+
+- kubelet: a new node registers its extended resources as 0 until a device plugin reports them, so the
+  agent zeroes them, then marks the node for KWOK (which plays the kubelet's status from then on).
+- HAMi device plugin + mock device plugin (HAMi pools) or the NVIDIA device plugin (exclusive pools):
+  once the node is Ready, register what `e2e.device_plugins` derives from the HAMi values and the GPU.
+A pool listed in `unplugged_pools` gets no device plugin: the ResourceNotRegistered failure.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from e2e.api import Api, ApiError
+from e2e.device_plugins import REGISTER_ANNOTATION, HamiDeviceConfig, register
+from e2e.errors import RigError
+from e2e.rig import KUBELET_STARTED
+from gpushare import names
+from gpushare.catalog import Catalog
+
+KWOK_NODE_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
+NVIDIA_REGISTERED_ANNOTATION = "rig.gpushare.io/nvidia-device-plugin"
+
+
+def _ready(node: dict[str, Any]) -> bool:
+    conditions = node.get("status", {}).get("conditions", [])
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+
+
+class NodeAgent(threading.Thread):
+    def __init__(self, api: Api, catalog: Catalog, hami: HamiDeviceConfig) -> None:
+        super().__init__(name="node-agent", daemon=True)
+        self.api = api
+        self.catalog = catalog
+        self.hami = hami
+        self.unplugged_pools: set[str] = set()
+        self.failure: Exception | None = None
+        self._stop_requested = threading.Event()
+
+    def stop(self) -> None:
+        self._stop_requested.set()
+        self.join(timeout=10)
+
+    def run(self) -> None:
+        while not self._stop_requested.wait(0.5):
+            try:
+                for node in self.api.items("/api/v1/nodes"):
+                    self._tend(node)
+            except ApiError as error:
+                if error.status != 409 and error.status != 404:  # node changed or went meanwhile: next round
+                    self.failure = error
+                    return
+            except RigError as error:
+                self.failure = error
+                return
+
+    def _patch_status(self, name: str, resources: dict[str, int]) -> None:
+        amounts = {resource: str(amount) for resource, amount in resources.items()}
+        self.api.merge_patch(f"/api/v1/nodes/{name}/status", {"status": {"capacity": amounts, "allocatable": amounts}})
+
+    def _annotate(self, name: str, annotations: dict[str, str]) -> None:
+        self.api.merge_patch(f"/api/v1/nodes/{name}", {"metadata": {"annotations": annotations}})
+
+    def _tend(self, node: dict[str, Any]) -> None:
+        metadata = node["metadata"]
+        annotations = metadata.get("annotations", {})
+        if annotations.get(KWOK_NODE_ANNOTATION[0]) != KWOK_NODE_ANNOTATION[1]:
+            return
+        name = metadata["name"]
+        labels = metadata.get("labels", {})
+        if KUBELET_STARTED[0] not in annotations:
+            self._patch_status(name, dict.fromkeys(self.hami.resource_names, 0))
+            self._annotate(name, {KUBELET_STARTED[0]: KUBELET_STARTED[1]})
+            return
+        if not _ready(node) or labels.get(names.POOL_LABEL) in self.unplugged_pools:
+            return
+        sharing = labels.get(names.SHARING_LABEL)
+        itype = self.catalog.instance_type(labels["node.kubernetes.io/instance-type"])
+        if sharing == names.SHARING_HAMI and REGISTER_ANNOTATION not in annotations:
+            model = self.catalog.gpu_model_of(itype)
+            registration = register(self.hami, name, itype.gpu_count, model.nvml_memory_mib, model.product_name)
+            self._patch_status(name, registration.resources)
+            self._annotate(name, registration.annotations)
+        elif sharing == names.SHARING_EXCLUSIVE and NVIDIA_REGISTERED_ANNOTATION not in annotations:
+            self._patch_status(name, {names.GPU: itype.gpu_count})
+            self._annotate(name, {NVIDIA_REGISTERED_ANNOTATION: "registered"})

@@ -1,0 +1,93 @@
+"""The e2e report: a terminal table, build/e2e/report.json and build/e2e/report.md."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from e2e.build import TOOLS
+from e2e.scenarios import Result
+
+DEVIATIONS = (
+    "NodePools point at a KWOKNodeClass instead of the EC2NodeClass (the kwok provider launches only for its own "
+    "node class); the EC2NodeClass itself is applied and validated in the objects scenarios.",
+    "Nodes are KWOK fakes: a kubelet stand-in registers extended resources as 0 on a new node, then KWOK plays the "
+    "kubelet; a device-plugin stand-in registers what the HAMi device plugin + mock device plugin (or the NVIDIA "
+    "device plugin) would, derived from the HAMi release's values and the catalog's NVML memory, never from the "
+    "overlays.",
+    "Instance types come from the catalog (vCPU, memory, GPUs, on-demand prices, GPU labels) in kwok's format, in "
+    "three rig zones; kwok does not apply overlays to the launched node as the AWS provider does.",
+    "Helm releases (Karpenter, HAMi, NVIDIA device plugin, monitoring) are not installed: the rig runs Karpenter "
+    "itself, and objects of the monitoring.coreos.com group are skipped (their CRDs come from a chart).",
+    "HAMi's scheduler extender does not run: the Go module proxy refuses github.com/Project-HAMi/HAMi (403), so "
+    "pods are placed by the plain kube-scheduler on the registered extended resources, without per-GPU placement.",
+    "Karpenter core runs at v1.15.0 (the proxy refuses sigs.k8s.io/karpenter v1.15.1); the CRDs are "
+    "karpenter-provider-aws v1.15.1's.",
+    "consolidateAfter is shortened to 15s so consolidation is observable within a run.",
+)
+
+
+UPSTREAM_MODULES = (
+    "k8s.io/kubernetes",
+    "go.etcd.io/etcd/server/v3",
+    "sigs.k8s.io/karpenter",
+    "sigs.k8s.io/kwok",
+    "github.com/aws/karpenter-provider-aws",
+)
+
+
+def versions() -> dict[str, str]:
+    """Each upstream module the rig builds, at the version its go.mod requires."""
+    text = "\n".join(go_mod.read_text() for go_mod in sorted(TOOLS.glob("*/go.mod")))
+    found = {}
+    for module in UPSTREAM_MODULES:
+        match = re.search(rf"^\s*(?:require\s+)?{re.escape(module)} (v\S+)", text, re.M)
+        if match:
+            found[module] = match.group(1)
+    return found
+
+
+def _document(results: list[Result], elapsed_s: float) -> dict[str, Any]:
+    return {
+        "passed": all(result.passed for result in results),
+        "seconds": round(elapsed_s, 1),
+        "versions": versions(),
+        "deviations": list(DEVIATIONS),
+        "scenarios": [
+            {"name": r.name, "passed": r.passed, "summary": r.summary, "figures": r.figures, "notes": r.notes}
+            for r in results
+        ],
+    }
+
+
+def table(results: list[Result], elapsed_s: float) -> str:
+    width = max((len(r.name) for r in results), default=8)
+    lines = [f"{'scenario':<{width}}  result  summary", f"{'-' * width}  ------  -------"]
+    lines += [f"{r.name:<{width}}  {'PASS' if r.passed else 'FAIL':<6}  {r.summary}" for r in results]
+    passed = sum(r.passed for r in results)
+    lines.append(f"{passed}/{len(results)} scenarios passed in {elapsed_s:.0f} s; report: build/e2e/report.md")
+    return "\n".join(lines)
+
+
+def markdown(document: dict[str, Any]) -> str:
+    lines = ["# gpushare offline cluster report", ""]
+    lines += ["| scenario | result | summary |", "|---|---|---|"]
+    lines += [f"| {s['name']} | {'PASS' if s['passed'] else 'FAIL'} | {s['summary']} |" for s in document["scenarios"]]
+    lines += ["", "## Versions", ""]
+    lines += [f"- {module} {version}" for module, version in document["versions"].items()]
+    lines += ["", "## Deviations from AWS", ""]
+    lines += [f"- {deviation}" for deviation in document["deviations"]]
+    lines += ["", "## Figures", ""]
+    for scenario in document["scenarios"]:
+        lines.append(f"- {scenario['name']}: `{json.dumps(scenario['figures'], sort_keys=True)}`")
+        lines += [f"  - note: {note}" for note in scenario["notes"]]
+    return "\n".join(lines) + "\n"
+
+
+def write(directory: Path, results: list[Result], elapsed_s: float) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    document = _document(results, elapsed_s)
+    (directory / "report.json").write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
+    (directory / "report.md").write_text(markdown(document))

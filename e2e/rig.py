@@ -1,0 +1,201 @@
+"""Start and stop the offline cluster's processes: etcd, the Kubernetes control plane, KWOK and Karpenter.
+
+The whole rig runs inside a private network namespace (`python -m e2e` re-executes itself under
+`unshare --net`), so every server, including Karpenter's metrics and health endpoints that bind all
+interfaces, is reachable only on that namespace's loopback. Every process runs in its own process group
+and is stopped by `Rig.stop`, which the harness calls on success, failure and Ctrl-C alike.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from e2e.api import Api
+from e2e.errors import RigError
+
+TOKEN = "gpushare-e2e-admin"
+API_PORT = 6443
+ETCD_CLIENT_PORT = 2379
+ETCD_PEER_PORT = 2380
+# KWOK only plays the kubelet of nodes carrying this annotation: the rig's kubelet stand-in adds it after it
+# has zeroed the node's extended resources, as a real kubelet registers them 0 until device plugins report.
+KUBELET_STARTED = ("rig.gpushare.io/kubelet", "started")
+SERVICE_CIDR = "10.96.0.0/16"
+
+
+def wait_for(what: str, condition: Callable[[], bool], timeout_s: float, interval_s: float = 0.5) -> float:
+    """Seconds it took `condition` to hold; RigError naming `what` after `timeout_s`."""
+    started = time.monotonic()
+    while not condition():
+        if time.monotonic() - started > timeout_s:
+            raise RigError(f"timed out after {timeout_s:.0f} s waiting for {what}")
+        time.sleep(interval_s)
+    return time.monotonic() - started
+
+
+@dataclass
+class Rig:
+    bin_dir: Path
+    work_dir: Path
+    processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+
+    @property
+    def log_dir(self) -> Path:
+        return self.work_dir / "logs"
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.work_dir / "kubeconfig"
+
+    @property
+    def api(self) -> Api:
+        return Api(f"https://127.0.0.1:{API_PORT}", TOKEN)
+
+    def binary(self, name: str) -> str:
+        return str(self.bin_dir / name)
+
+    def _start(self, name: str, args: list[str], env: dict[str, str] | None = None) -> None:
+        log = (self.log_dir / f"{name}.log").open("ab")
+        self.processes[name] = subprocess.Popen(
+            args,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env={**os.environ, **(env or {})},
+            cwd=self.work_dir,
+            start_new_session=True,
+        )
+
+    def alive(self, name: str) -> bool:
+        return self.processes[name].poll() is None
+
+    def _write_credentials(self) -> None:
+        pki = self.work_dir / "pki"
+        pki.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            ["openssl", "genrsa", "-out", str(pki / "service-account.key"), "2048"],
+            check=True,
+            capture_output=True,
+        )
+        (self.work_dir / "tokens.csv").write_text(f"{TOKEN},gpushare-e2e,gpushare-e2e,system:masters\n")
+        self.kubeconfig.write_text(
+            "apiVersion: v1\nkind: Config\n"
+            f"clusters:\n- name: rig\n  cluster:\n    server: https://127.0.0.1:{API_PORT}\n"
+            "    insecure-skip-tls-verify: true\n"
+            f"users:\n- name: admin\n  user:\n    token: {TOKEN}\n"
+            "contexts:\n- name: rig\n  context:\n    cluster: rig\n    user: admin\n"
+            "current-context: rig\n"
+        )
+
+    def start_control_plane(self) -> dict[str, float]:
+        """etcd, kube-apiserver, kube-controller-manager, kube-scheduler; seconds each took to be ready."""
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self._write_credentials()
+        key = str(self.work_dir / "pki" / "service-account.key")
+        timings = {}
+        self._start(
+            "etcd",
+            [
+                self.binary("etcd"),
+                f"--data-dir={self.work_dir / 'etcd'}",
+                f"--listen-client-urls=http://127.0.0.1:{ETCD_CLIENT_PORT}",
+                f"--advertise-client-urls=http://127.0.0.1:{ETCD_CLIENT_PORT}",
+                f"--listen-peer-urls=http://127.0.0.1:{ETCD_PEER_PORT}",
+                f"--initial-advertise-peer-urls=http://127.0.0.1:{ETCD_PEER_PORT}",
+                f"--initial-cluster=default=http://127.0.0.1:{ETCD_PEER_PORT}",
+                "--unsafe-no-fsync",
+            ],
+        )
+        self._start(
+            "kube-apiserver",
+            [
+                self.binary("kube-apiserver"),
+                f"--etcd-servers=http://127.0.0.1:{ETCD_CLIENT_PORT}",
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                f"--secure-port={API_PORT}",
+                f"--cert-dir={self.work_dir / 'pki'}",
+                f"--service-cluster-ip-range={SERVICE_CIDR}",
+                "--endpoint-reconciler-type=none",
+                "--service-account-issuer=https://kubernetes.default.svc",
+                f"--service-account-key-file={key}",
+                f"--service-account-signing-key-file={key}",
+                f"--token-auth-file={self.work_dir / 'tokens.csv'}",
+                "--authorization-mode=RBAC",
+            ],
+        )
+        timings["kube-apiserver"] = wait_for("kube-apiserver /readyz", self._api_ready, 120)
+        kubeconfig = f"--kubeconfig={self.kubeconfig}"
+        self._start(
+            "kube-controller-manager",
+            [
+                self.binary("kube-controller-manager"),
+                kubeconfig,
+                f"--service-account-private-key-file={key}",
+                f"--root-ca-file={self.work_dir / 'pki' / 'apiserver.crt'}",
+                "--leader-elect=false",
+                "--bind-address=127.0.0.1",
+                "--use-service-account-credentials=false",
+            ],
+        )
+        self._start(
+            "kube-scheduler",
+            [self.binary("kube-scheduler"), kubeconfig, "--leader-elect=false", "--bind-address=127.0.0.1"],
+        )
+        return timings
+
+    def _api_ready(self) -> bool:
+        for name in ("etcd", "kube-apiserver"):
+            if not self.alive(name):
+                raise RigError(f"{name} exited; see {self.log_dir / (name + '.log')}")
+        return self.api.ready()
+
+    def start_kwok(self) -> None:
+        self._start(
+            "kwok",
+            [
+                self.binary("kwok"),
+                f"--kubeconfig={self.kubeconfig}",
+                f"--manage-nodes-with-annotation-selector={KUBELET_STARTED[0]}={KUBELET_STARTED[1]}",
+                "--server-address=127.0.0.1:10247",
+                "--node-ip=127.0.0.1",
+            ],
+        )
+
+    def start_karpenter(self, instance_types: Path) -> None:
+        self._start(
+            "karpenter",
+            [
+                self.binary("karpenter-kwok"),
+                "--disable-leader-election",
+                "--feature-gates=NodeOverlay=true",
+                "--log-level=debug",
+            ],
+            env={
+                "KUBECONFIG": str(self.kubeconfig),
+                "SYSTEM_NAMESPACE": "kube-system",
+                "INSTANCE_TYPES_FILE_PATH": str(instance_types),
+            },
+        )
+
+    def stop_process(self, name: str) -> None:
+        process = self.processes.pop(name, None)
+        if process is None or process.poll() is not None:
+            return
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+    def stop(self) -> None:
+        """Stop every process this rig started, newest first."""
+        for name in reversed(list(self.processes)):
+            self.stop_process(name)

@@ -1,0 +1,164 @@
+"""Inside the rig's network namespace: start the cluster, run the scenarios, write the report, stop.
+
+Run by `python -m e2e` under `unshare --net`; not meant to be started by hand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import FrameType
+
+from e2e import report
+from e2e.device_plugins import HamiDeviceConfig
+from e2e.errors import RigError
+from e2e.instance_types import kwok_instance_types
+from e2e.kubectl import Kubectl, KubectlError
+from e2e.node_agent import NodeAgent
+from e2e.rig import Rig, wait_for
+from e2e.scenarios import (
+    Context,
+    Result,
+    ScenarioFailure,
+    cpu_limit_blocks_second_node,
+    install_running_stack,
+    no_overlays,
+    objects_accepted,
+    quota_refuses,
+    resource_not_registered,
+    seed_scale_up,
+    several_nodes,
+)
+from e2e.stack import ROOT, load_plan, write_plan
+from gpushare.catalog import load_catalog
+
+REPORT_DIR = ROOT / "build" / "e2e"
+RUNNING_STACK = "dev"
+SEED_TEAM = "inference"
+WIDE_TEAM = "ml-research"
+SCENARIOS: dict[str, Callable[[Context], Result]] = {
+    "objects-dev": lambda ctx: objects_accepted(ctx, "dev"),
+    "objects-prod": lambda ctx: objects_accepted(ctx, "prod"),
+    "seed-scale-up": lambda ctx: seed_scale_up(ctx, RUNNING_STACK, SEED_TEAM),
+    "several-nodes": lambda ctx: several_nodes(ctx, RUNNING_STACK, WIDE_TEAM, 8),
+    "no-overlays": lambda ctx: no_overlays(ctx, RUNNING_STACK, SEED_TEAM),
+    "resource-not-registered": lambda ctx: resource_not_registered(ctx, RUNNING_STACK, SEED_TEAM),
+    "cpu-limit": lambda ctx: cpu_limit_blocks_second_node(ctx, RUNNING_STACK, SEED_TEAM),
+    "quota": lambda ctx: quota_refuses(ctx, RUNNING_STACK, SEED_TEAM),
+}
+# Scenarios that need the cluster without the running stack come first.
+BEFORE_STACK = ("objects-dev", "objects-prod")
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m e2e", description="Run the offline cluster scenarios.")
+    parser.add_argument("--scenario", action="append", choices=sorted(SCENARIOS), help="run only these")
+    parser.add_argument("--bin-dir", type=Path, help=argparse.SUPPRESS)
+    return parser.parse_args(argv)
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def _apply_crds(rig: Rig, kubectl: Kubectl) -> None:
+    for writer in ("aws-crds", "kwok-crds"):
+        kubectl.apply_stream(subprocess.run([rig.binary(writer)], check=True, capture_output=True, text=True).stdout)
+    kubectl.run("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
+
+
+def run(args: argparse.Namespace) -> int:
+    selected = args.scenario or list(SCENARIOS)
+    subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+    catalog = load_catalog()
+    work = Path(tempfile.mkdtemp(prefix="gpushare-e2e-"))
+    plans = {stack: load_plan(stack, write_plan(stack, work / "plans")) for stack in ("dev", "prod")}
+    rig = Rig(args.bin_dir, work)
+    results: list[Result] = []
+    started = time.monotonic()
+    signal.signal(signal.SIGTERM, _interrupt)
+    agent = None
+    try:
+        print(
+            "e2e: starting etcd, kube-apiserver, kube-controller-manager, kube-scheduler", file=sys.stderr, flush=True
+        )
+        rig.start_control_plane()
+        kubectl = Kubectl(Path(rig.binary("kubectl")), rig.kubeconfig)
+        _apply_crds(rig, kubectl)
+        wait_for("the default ServiceAccount", lambda: _has_default_sa(kubectl), 60)
+        hami = HamiDeviceConfig.from_values(plans[RUNNING_STACK].helm_values["hami"])
+        agent = NodeAgent(rig.api, catalog, hami)
+        ctx = Context(rig.api, kubectl, catalog, plans, agent, hami)
+        for name in [n for n in BEFORE_STACK if n in selected]:
+            results.append(_run_one(name, ctx))
+        if any(name not in BEFORE_STACK for name in selected):
+            print("e2e: starting KWOK and Karpenter (kwok provider, NodeOverlay on)", file=sys.stderr, flush=True)
+            install_running_stack(ctx, RUNNING_STACK)
+            instance_types = work / "instance-types.json"
+            instance_types.write_text(json.dumps(kwok_instance_types(catalog), indent=1))
+            rig.start_kwok()
+            rig.start_karpenter(instance_types)
+            agent.start()
+            for name in [n for n in selected if n not in BEFORE_STACK]:
+                results.append(_run_one(name, ctx))
+                if agent.failure:
+                    raise RigError(f"the node agent stopped: {agent.failure}")
+    except KeyboardInterrupt:
+        print("e2e: interrupted; stopping the rig", file=sys.stderr)
+        return 130
+    except (RigError, KubectlError) as error:
+        print(f"e2e: {error}", file=sys.stderr)
+        _keep_logs(rig)
+        return 2
+    finally:
+        if agent is not None and agent.is_alive():
+            agent.stop()
+        rig.stop()
+    elapsed = time.monotonic() - started
+    report.write(REPORT_DIR, results, elapsed)
+    print(report.table(results, elapsed))
+    if not all(result.passed for result in results):
+        _keep_logs(rig)
+        return 1
+    shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+def _has_default_sa(kubectl: Kubectl) -> bool:
+    try:
+        kubectl.run("get", "serviceaccount", "default", "-n", "default")
+    except KubectlError:
+        return False
+    return True
+
+
+def _run_one(name: str, ctx: Context) -> Result:
+    print(f"e2e: {name} ...", file=sys.stderr, flush=True)
+    started = time.monotonic()
+    try:
+        result = SCENARIOS[name](ctx)
+    except (ScenarioFailure, KubectlError) as error:
+        result = Result(name, False, str(error))
+    result.figures["scenario_seconds"] = round(time.monotonic() - started, 1)
+    print(f"e2e: {'PASS' if result.passed else 'FAIL'} {name}: {result.summary}", file=sys.stderr, flush=True)
+    return result
+
+
+def _keep_logs(rig: Rig) -> None:
+    target = REPORT_DIR / "logs"
+    shutil.rmtree(target, ignore_errors=True)
+    if rig.log_dir.exists():
+        shutil.copytree(rig.log_dir, target)
+        print(f"e2e: process logs kept in {target}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    sys.exit(run(parse_args(sys.argv[1:])))

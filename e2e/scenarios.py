@@ -1,0 +1,382 @@
+"""The scenarios `make e2e` runs, each a pass/fail line with figures.
+
+Each scenario gets the running rig through `Context`, leaves the cluster as it found it (its workloads
+deleted, nodes consolidated or removed) and returns a `Result`; an assertion that fails raises
+`ScenarioFailure` with what was seen.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from e2e.api import Api
+from e2e.device_plugins import HamiDeviceConfig
+from e2e.errors import RigError
+from e2e.kubectl import Kubectl, KubectlError
+from e2e.node_agent import NodeAgent
+from e2e.rig import wait_for
+from e2e.stack import KWOK_NODE_CLASS, Plan, for_rig
+from gpushare import names
+from gpushare.catalog import Catalog
+
+PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
+SCALE_TIMEOUT_S = 180
+MONITORING_GROUP = "monitoring.coreos.com"
+
+
+class ScenarioFailure(Exception):
+    """A scenario's expectation did not hold; the message says what was seen."""
+
+
+@dataclass
+class Result:
+    name: str
+    passed: bool
+    summary: str
+    figures: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Context:
+    api: Api
+    kubectl: Kubectl
+    catalog: Catalog
+    plans: dict[str, Plan]
+    agent: NodeAgent
+    hami: HamiDeviceConfig
+
+
+def _key(obj: dict[str, Any]) -> str:
+    return f"{obj['kind']}/{obj['metadata'].get('namespace', '')}/{obj['metadata']['name']}"
+
+
+def _namespaces_first(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return sorted(objects, key=lambda obj: obj["kind"] != "Namespace")
+
+
+def objects_accepted(ctx: Context, stack: str) -> Result:
+    """Every object of the stack, server-side applied with the real CRDs; a re-apply changes nothing."""
+    plan = ctx.plans[stack]
+    skipped = [obj for obj in plan.objects if obj["apiVersion"].startswith(MONITORING_GROUP)]
+    objects = _namespaces_first([obj for obj in plan.objects if obj not in skipped])
+    try:
+        ctx.kubectl.apply(objects)
+        before = ctx.kubectl.resource_versions(objects)
+        ctx.kubectl.apply(objects)
+        after = ctx.kubectl.resource_versions(objects)
+    except KubectlError as error:
+        raise ScenarioFailure(f"API server refused an object of {stack}: {error}") from None
+    finally:
+        try:
+            ctx.kubectl.delete(list(reversed(objects)))
+        except KubectlError as error:
+            raise ScenarioFailure(f"could not delete the {stack} objects again: {error}") from None
+    changed = sorted(key for key in before if before[key] != after.get(key))
+    if changed:
+        raise ScenarioFailure(f"re-applying {stack} changed {', '.join(changed)}")
+    kinds = Counter(obj["kind"] for obj in objects)
+    notes = []
+    if skipped:
+        notes.append(
+            f"{len(skipped)} {MONITORING_GROUP} objects not applied: their CRDs come from the "
+            "kube-prometheus-stack chart, which the rig does not install"
+        )
+    return Result(
+        f"objects-{stack}",
+        True,
+        f"{len(objects)} objects of {stack} accepted, re-apply changed 0",
+        {"objects": len(objects), "kinds": dict(sorted(kinds.items()))},
+        notes,
+    )
+
+
+# --- the running stack ---------------------------------------------------------------------------------
+
+
+def install_running_stack(ctx: Context, stack: str) -> list[dict[str, Any]]:
+    """Apply the stack as the rig runs it (NodePools on the KWOKNodeClass); returns what was applied."""
+    objects = _namespaces_first(
+        [for_rig(obj) for obj in ctx.plans[stack].objects if not obj["apiVersion"].startswith(MONITORING_GROUP)]
+    )
+    ctx.kubectl.apply([KWOK_NODE_CLASS, *objects])
+    return objects
+
+
+def _team_pool(ctx: Context, team: str, stack: str) -> str:
+    [namespace] = [obj for obj in ctx.plans[stack].of_kind("Namespace") if obj["metadata"]["name"] == team]
+    return namespace["metadata"]["annotations"][names.TEAM_POOLS_ANNOTATION].split(",")[0]
+
+
+def gpu_deployment(
+    ctx: Context, name: str, namespace: str, pool: str, replicas: int, vgpu: dict[str, int], cpu: str = "500m"
+) -> dict[str, Any]:
+    """A Deployment of pause containers asking HAMi resources (names from the HAMi release's values)."""
+    limits = {
+        ctx.hami.resource_name: str(vgpu.get("gpu", 1)),
+        ctx.hami.resource_cores: str(vgpu["cores"]),
+        ctx.hami.resource_mem: str(vgpu["mem_mib"]),
+    }
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {
+                    "nodeSelector": {names.POOL_LABEL: pool},
+                    "tolerations": [
+                        {"key": names.GPU_TAINT["key"], "operator": "Exists", "effect": names.GPU_TAINT["effect"]}
+                    ],
+                    "terminationGracePeriodSeconds": 0,
+                    "containers": [
+                        {
+                            "name": "server",
+                            "image": PAUSE_IMAGE,
+                            "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}, "limits": limits},
+                        }
+                    ],
+                },
+            },
+        },
+    }
+
+
+def _pods(ctx: Context, namespace: str, app: str) -> list[dict[str, Any]]:
+    return ctx.api.items(f"/api/v1/namespaces/{namespace}/pods?labelSelector=app%3D{app}")
+
+
+def _running(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [pod for pod in pods if pod.get("status", {}).get("phase") == "Running"]
+
+
+def _nodeclaims(ctx: Context) -> list[dict[str, Any]]:
+    return ctx.api.items("/apis/karpenter.sh/v1/nodeclaims")
+
+
+def _condition(obj: dict[str, Any], kind: str) -> dict[str, Any]:
+    return next((c for c in obj.get("status", {}).get("conditions", []) if c["type"] == kind), {})
+
+
+def _wait(what: str, condition: Callable[[], bool], timeout_s: float = SCALE_TIMEOUT_S) -> float:
+    try:
+        return wait_for(what, condition, timeout_s, interval_s=1)
+    except RigError as error:
+        raise ScenarioFailure(str(error)) from None
+
+
+def _events(ctx: Context, namespace: str) -> list[str]:
+    return [f"{e.get('reason')}: {e.get('message')}" for e in ctx.api.items(f"/api/v1/namespaces/{namespace}/events")]
+
+
+def _scale(ctx: Context, deployment: dict[str, Any], replicas: int) -> None:
+    deployment["spec"]["replicas"] = replicas
+    ctx.kubectl.apply([deployment])
+
+
+def _remove_and_wait_empty(ctx: Context, deployment: dict[str, Any]) -> float:
+    """Delete the workload; seconds until Karpenter has consolidated every GPU node away."""
+    ctx.kubectl.delete([deployment])
+    return _wait("every NodeClaim consolidated away", lambda: not _nodeclaims(ctx), 240)
+
+
+def _nodes_by_type(ctx: Context) -> dict[str, int]:
+    return dict(Counter(claim["metadata"]["labels"]["node.kubernetes.io/instance-type"] for claim in _nodeclaims(ctx)))
+
+
+def _usd_per_hour(ctx: Context, by_type: dict[str, int]) -> float:
+    return round(sum(ctx.catalog.instance_type(t).on_demand_usd_per_hour * n for t, n in by_type.items()), 3)
+
+
+def seed_scale_up(ctx: Context, stack: str, team: str) -> Result:
+    """gpu-inference (1 vGPU, 50 gpucores, 4096 MiB) to 3 replicas: a node, pods Running, quota counting."""
+    pool = _team_pool(ctx, team, stack)
+    deployment = gpu_deployment(ctx, "gpu-inference", team, pool, 3, {"cores": 50, "mem_mib": 4096})
+    ctx.kubectl.apply([deployment])
+    seconds = _wait("3 gpu-inference pods Running", lambda: len(_running(_pods(ctx, team, "gpu-inference"))) == 3)
+    claims = _nodeclaims(ctx)
+    not_initialized = [c["metadata"]["name"] for c in claims if _condition(c, "Initialized").get("status") != "True"]
+    if not_initialized:
+        raise ScenarioFailure(f"NodeClaims not initialized: {not_initialized}")
+    by_type = _nodes_by_type(ctx)
+    [quota] = ctx.api.items(f"/api/v1/namespaces/{team}/resourcequotas")
+    used = quota["status"].get("used", {})
+    expected = {
+        f"requests.{ctx.hami.resource_name}": "3",
+        f"requests.{ctx.hami.resource_cores}": "150",
+        f"requests.{ctx.hami.resource_mem}": str(3 * 4096),
+    }
+    wrong = {key: used.get(key) for key, value in expected.items() if used.get(key) != value}
+    if wrong:
+        raise ScenarioFailure(f"ResourceQuota {team} used {wrong}, expected {expected}")
+    figures = {
+        "pool": pool,
+        "seconds_to_running": round(seconds, 1),
+        "nodes_by_type": by_type,
+        "usd_per_hour": _usd_per_hour(ctx, by_type),
+        "quota_used": {key: used[key] for key in expected},
+    }
+    consolidated = _remove_and_wait_empty(ctx, deployment)
+    figures["seconds_to_consolidated"] = round(consolidated, 1)
+    return Result(
+        "seed-scale-up",
+        True,
+        f"3 pods Running in {seconds:.0f} s on {by_type} (${figures['usd_per_hour']}/h), quota counts them; "
+        f"consolidated {consolidated:.0f} s after scale-down",
+        figures,
+        ["consolidateAfter shortened to the rig's value for observability (the stack says otherwise)"],
+    )
+
+
+def several_nodes(ctx: Context, stack: str, team: str, replicas: int) -> Result:
+    """Enough replicas for several GPU nodes: how many of which type Karpenter launches, at what price."""
+    pool = _team_pool(ctx, team, stack)
+    deployment = gpu_deployment(ctx, "gpu-batch", team, pool, replicas, {"cores": 50, "mem_mib": 8192}, cpu="1")
+    ctx.kubectl.apply([deployment])
+    seconds = _wait(
+        f"{replicas} gpu-batch pods Running", lambda: len(_running(_pods(ctx, team, "gpu-batch"))) == replicas
+    )
+    by_type = _nodes_by_type(ctx)
+    vgpu_cores = sum(
+        int(node["status"]["allocatable"].get(ctx.hami.resource_cores, "0"))
+        for node in ctx.api.items("/api/v1/nodes")
+        if node["metadata"].get("labels", {}).get(names.POOL_LABEL) == pool
+    )
+    figures = {
+        "pool": pool,
+        "replicas": replicas,
+        "seconds_to_running": round(seconds, 1),
+        "nodes_by_type": by_type,
+        "usd_per_hour": _usd_per_hour(ctx, by_type),
+        "gpucores_registered": vgpu_cores,
+        "gpucores_requested": 50 * replicas,
+    }
+    consolidated = _remove_and_wait_empty(ctx, deployment)
+    figures["seconds_to_consolidated"] = round(consolidated, 1)
+    return Result(
+        "several-nodes",
+        True,
+        f"{replicas} pods Running in {seconds:.0f} s on {sum(by_type.values())} nodes {by_type} "
+        f"(${figures['usd_per_hour']}/h, {50 * replicas}/{vgpu_cores} gpucores used)",
+        figures,
+    )
+
+
+def no_overlays(ctx: Context, stack: str, team: str) -> Result:
+    """Without NodeOverlays Karpenter cannot see HAMi's resources: Pending, and it says why."""
+    pool = _team_pool(ctx, team, stack)
+    overlays = [
+        obj for obj in ctx.plans[stack].of_kind("NodeOverlay") if obj["metadata"]["labels"][names.POOL_LABEL] == pool
+    ]
+    ctx.kubectl.delete(overlays)
+    deployment = gpu_deployment(ctx, "no-overlay", team, pool, 1, {"cores": 50, "mem_mib": 4096})
+    try:
+        ctx.kubectl.apply([deployment])
+        needle = "no instance type has enough resources"
+        seconds = _wait(f"a Karpenter event '{needle}'", lambda: any(needle in e for e in _events(ctx, team)), 90)
+        if _nodeclaims(ctx):
+            raise ScenarioFailure(f"Karpenter launched {len(_nodeclaims(ctx))} NodeClaims without overlays")
+    finally:
+        ctx.kubectl.delete([deployment])
+        ctx.kubectl.apply(overlays)
+    return Result(
+        "no-overlays",
+        True,
+        f"without the {pool} overlays the pod stays Pending; Karpenter said '{needle}' after {seconds:.0f} s",
+        {"seconds_to_event": round(seconds, 1)},
+    )
+
+
+def resource_not_registered(ctx: Context, stack: str, team: str) -> Result:
+    """No device plugin on the node: NodeClaim Initialized=Unknown/ResourceNotRegistered, never consolidated."""
+    pool = _team_pool(ctx, team, stack)
+    ctx.agent.unplugged_pools.add(pool)
+    deployment = gpu_deployment(ctx, "unplugged", team, pool, 1, {"cores": 50, "mem_mib": 4096})
+    try:
+        ctx.kubectl.apply([deployment])
+
+        def stuck() -> bool:
+            claims = _nodeclaims(ctx)
+            return bool(claims) and _condition(claims[0], "Initialized").get("reason") == "ResourceNotRegistered"
+
+        seconds = _wait("a NodeClaim Initialized=Unknown, reason ResourceNotRegistered", stuck)
+        [claim] = _nodeclaims(ctx)
+        condition = _condition(claim, "Initialized")
+        ctx.kubectl.delete([deployment])
+        # Empty now: a consolidatable node would go within consolidateAfter; an uninitialized one must stay.
+        hold_s = 45
+        time.sleep(hold_s)
+        remaining = [c["metadata"]["name"] for c in _nodeclaims(ctx)]
+        if claim["metadata"]["name"] not in remaining:
+            raise ScenarioFailure("the uninitialized NodeClaim was consolidated")
+    finally:
+        ctx.kubectl.delete([deployment])
+        ctx.agent.unplugged_pools.discard(pool)
+    gone = _wait("the NodeClaim to initialize and consolidate once the plugin runs", lambda: not _nodeclaims(ctx), 240)
+    return Result(
+        "resource-not-registered",
+        True,
+        f"Initialized={condition['status']} ({condition['reason']}) after {seconds:.0f} s, still there {hold_s} s "
+        f"after its pods left; consolidated {gone:.0f} s after the plugin ran",
+        {"seconds_to_condition": round(seconds, 1), "held_s": hold_s, "message": condition.get("message", "")},
+    )
+
+
+def cpu_limit_blocks_second_node(ctx: Context, stack: str, team: str) -> Result:
+    """A `cpu: 10` NodePool limit: one node fits, the second is refused."""
+    pool = _team_pool(ctx, team, stack)
+    [nodepool] = [for_rig(p) for p in ctx.plans[stack].of_kind("NodePool") if p["metadata"]["name"] == pool]
+    limited = {**nodepool, "spec": {**nodepool["spec"], "limits": {**nodepool["spec"].get("limits", {}), "cpu": "10"}}}
+    # cpu 5 fits only types with 8 or more vCPUs; two such nodes exceed 10.
+    deployment = gpu_deployment(ctx, "cpu-limited", team, pool, 2, {"cores": 50, "mem_mib": 4096}, cpu="5")
+    needle = "all available instance types exceed limits for nodepool"
+    try:
+        ctx.kubectl.apply([limited])
+        ctx.kubectl.apply([deployment])
+        seconds = _wait(f"a Karpenter event '{needle}'", lambda: any(needle in e for e in _events(ctx, team)))
+        _wait("one pod Running", lambda: len(_running(_pods(ctx, team, "cpu-limited"))) == 1)
+        by_type = _nodes_by_type(ctx)
+    finally:
+        ctx.kubectl.delete([deployment])
+        ctx.kubectl.apply([nodepool])
+    _wait("every NodeClaim consolidated away", lambda: not _nodeclaims(ctx), 240)
+    return Result(
+        "cpu-limit",
+        True,
+        f"limit cpu=10: first node {by_type}, second refused ('{needle}') after {seconds:.0f} s",
+        {"nodes_by_type": by_type, "seconds_to_event": round(seconds, 1)},
+    )
+
+
+def quota_refuses(ctx: Context, stack: str, team: str) -> Result:
+    """A pod beyond the team's ResourceQuota is refused by the API server itself."""
+    [quota] = [q for q in ctx.plans[stack].of_kind("ResourceQuota") if q["metadata"]["namespace"] == team]
+    hard_cores = int(quota["spec"]["hard"][f"requests.{ctx.hami.resource_cores}"])
+    pool = _team_pool(ctx, team, stack)
+    template = gpu_deployment(ctx, "over-quota", team, pool, 1, {"cores": hard_cores + 1, "mem_mib": 1024})
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "over-quota", "namespace": team},
+        "spec": template["spec"]["template"]["spec"],
+    }
+    try:
+        ctx.kubectl.apply([pod])
+    except KubectlError as error:
+        if "exceeded quota" not in str(error):
+            raise ScenarioFailure(f"refused, but not by the quota: {error}") from None
+        return Result(
+            "quota",
+            True,
+            f"a pod asking {hard_cores + 1} gpucores (quota {hard_cores}) refused: exceeded quota",
+            {"quota_gpucores": hard_cores},
+        )
+    ctx.kubectl.delete([pod])
+    raise ScenarioFailure(f"a pod asking {hard_cores + 1} gpucores was admitted under a quota of {hard_cores}")

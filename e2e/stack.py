@@ -1,0 +1,76 @@
+"""What the rig applies: the objects and Helm values of the stack's real offline plan (tools.plan output).
+
+Two rig deviations from AWS are made here, on copies, and nowhere else: NodePools point at the rig's
+KWOKNodeClass instead of the EC2NodeClass (the kwok provider only launches for its own node class), and
+`consolidateAfter` is shortened so consolidation is observable within a test run.
+"""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from e2e.errors import RigError
+
+ROOT = Path(__file__).resolve().parent.parent
+KWOK_NODE_CLASS = {
+    "apiVersion": "karpenter.kwok.sh/v1alpha1",
+    "kind": "KWOKNodeClass",
+    "metadata": {"name": "rig"},
+}
+RIG_CONSOLIDATE_AFTER = "15s"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The Kubernetes objects the stack creates directly, and each Helm release's values by name."""
+
+    stack: str
+    objects: tuple[dict[str, Any], ...]
+    helm_values: dict[str, dict[str, Any]]
+
+    def of_kind(self, kind: str) -> list[dict[str, Any]]:
+        return [obj for obj in self.objects if obj["kind"] == kind]
+
+
+def write_plan(stack: str, out: Path) -> Path:
+    """Run the offline plan of Pulumi.<stack>.yaml (exit 0, or 1 for policy findings, still written)."""
+    result = subprocess.run(
+        [sys.executable, "-m", "tools.plan", "--config", f"Pulumi.{stack}.yaml", "--out", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    if result.returncode not in (0, 1):
+        raise RigError(f"offline plan of {stack} failed (exit {result.returncode}): {result.stderr.strip()}")
+    return out / stack
+
+
+def load_plan(stack: str, plan_dir: Path) -> Plan:
+    objects = tuple(yaml.safe_load(path.read_text()) for path in sorted((plan_dir / "manifests").glob("*.yaml")))
+    helm = {}
+    for path in sorted((plan_dir / "helm").glob("*.yaml")):
+        release = yaml.safe_load(path.read_text())
+        helm[release["name"]] = release.get("values") or {}
+    return Plan(stack, objects, helm)
+
+
+def for_rig(obj: dict[str, Any]) -> dict[str, Any]:
+    """A NodePool as the rig runs it; every other object unchanged."""
+    if obj["kind"] != "NodePool":
+        return obj
+    pool = copy.deepcopy(obj)
+    pool["spec"]["template"]["spec"]["nodeClassRef"] = {
+        "group": "karpenter.kwok.sh",
+        "kind": KWOK_NODE_CLASS["kind"],
+        "name": KWOK_NODE_CLASS["metadata"]["name"],
+    }
+    disruption = pool["spec"].setdefault("disruption", {})
+    disruption["consolidateAfter"] = RIG_CONSOLIDATE_AFTER
+    return pool

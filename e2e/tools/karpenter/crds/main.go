@@ -1,0 +1,21 @@
+// Command crds writes the CRDs embedded in sigs.k8s.io/karpenter/kwok/apis as a YAML stream on stdout.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"sigs.k8s.io/karpenter/kwok/apis"
+	"sigs.k8s.io/yaml"
+)
+
+func main() {
+	for _, crd := range apis.CRDs {
+		out, err := yaml.Marshal(crd)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		fmt.Printf("---\n%s", out)
+	}
+}

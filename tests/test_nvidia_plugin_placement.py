@@ -1,0 +1,52 @@
+"""The NVIDIA device plugin's DaemonSet lands on exclusive pool nodes and on no HAMi node.
+
+The chart's default affinity, written here as data from NVIDIA/k8s-device-plugin
+deployments/helm/nvidia-device-plugin/values.yaml (v0.18.2 to v0.20.0 read; unchanged in the 0.20 line):
+any one term admits a node. Helm merges our values into these defaults, so an `affinity: {}` from us
+would delete nothing; what counts is whether our nodes carry labels one term admits.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpushare.config import PoolConfig
+from gpushare.render.hami import nvidia_device_plugin_values
+from gpushare.render.karpenter import pool_labels
+
+CHART_DEFAULT_NODE_SELECTOR_TERMS: list[list[dict[str, Any]]] = [
+    [{"key": "feature.node.kubernetes.io/pci-10de.present", "operator": "In", "values": ["true"]}],
+    [{"key": "feature.node.kubernetes.io/cpu-model.vendor_id", "operator": "In", "values": ["NVIDIA"]}],
+    [{"key": "nvidia.com/gpu.present", "operator": "In", "values": ["true"]}],
+]
+
+
+def _admitted(labels: dict[str, str]) -> bool:
+    """Scheduler semantics: OR over terms, AND over a term's expressions (only `In` occurs here)."""
+    values = nvidia_device_plugin_values()
+    terms = CHART_DEFAULT_NODE_SELECTOR_TERMS
+    override = values.get("affinity")
+    if override:
+        terms = [
+            term["matchExpressions"]
+            for term in override["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+        ]
+    selector_ok = all(labels.get(key) == value for key, value in values["nodeSelector"].items())
+    affinity_ok = any(all(labels.get(e["key"]) in e["values"] for e in term) for term in terms)
+    return selector_ok and affinity_ok
+
+
+def _pool(sharing: str) -> PoolConfig:
+    return PoolConfig.model_validate({"name": "p", "instanceTypes": ["p4d.24xlarge"], "maxGpus": 8, "sharing": sharing})
+
+
+def test_exclusive_pool_nodes_run_the_nvidia_plugin() -> None:
+    assert _admitted(pool_labels(_pool("exclusive")))
+
+
+def test_hami_pool_nodes_never_run_it() -> None:
+    assert not _admitted(pool_labels(_pool("hami")))
+
+
+def test_values_do_not_pretend_to_remove_the_chart_affinity() -> None:
+    assert nvidia_device_plugin_values().get("affinity") != {}
