@@ -29,6 +29,7 @@ from e2e.scenarios import (
     Result,
     ScenarioFailure,
     cpu_limit_blocks_second_node,
+    diagnostics,
     install_running_stack,
     no_overlays,
     objects_accepted,
@@ -48,7 +49,7 @@ SCENARIOS: dict[str, Callable[[Context], Result]] = {
     "objects-dev": lambda ctx: objects_accepted(ctx, "dev"),
     "objects-prod": lambda ctx: objects_accepted(ctx, "prod"),
     "seed-scale-up": lambda ctx: seed_scale_up(ctx, RUNNING_STACK, SEED_TEAM),
-    "several-nodes": lambda ctx: several_nodes(ctx, RUNNING_STACK, WIDE_TEAM, 8),
+    "several-nodes": lambda ctx: several_nodes(ctx, RUNNING_STACK, WIDE_TEAM, 12),
     "no-overlays": lambda ctx: no_overlays(ctx, RUNNING_STACK, SEED_TEAM),
     "resource-not-registered": lambda ctx: resource_not_registered(ctx, RUNNING_STACK, SEED_TEAM),
     "cpu-limit": lambda ctx: cpu_limit_blocks_second_node(ctx, RUNNING_STACK, SEED_TEAM),
@@ -96,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
         wait_for("the default ServiceAccount", lambda: _has_default_sa(kubectl), 60)
         hami = HamiDeviceConfig.from_values(plans[RUNNING_STACK].helm_values["hami"])
         agent = NodeAgent(rig.api, catalog, hami)
-        ctx = Context(rig.api, kubectl, catalog, plans, agent, hami)
+        ctx = Context(rig.log_dir, rig.api, kubectl, catalog, plans, agent, hami)
         for name in [n for n in BEFORE_STACK if n in selected]:
             results.append(_run_one(name, ctx))
         if any(name not in BEFORE_STACK for name in selected):
@@ -146,7 +147,10 @@ def _run_one(name: str, ctx: Context) -> Result:
     try:
         result = SCENARIOS[name](ctx)
     except (ScenarioFailure, KubectlError) as error:
-        result = Result(name, False, str(error))
+        seen = diagnostics(ctx, [SEED_TEAM, WIDE_TEAM])
+        result = Result(name, False, str(error), notes=seen)
+        for line in seen:
+            print(f"e2e:   {line}", file=sys.stderr)
     result.figures["scenario_seconds"] = round(time.monotonic() - started, 1)
     print(f"e2e: {'PASS' if result.passed else 'FAIL'} {name}: {result.summary}", file=sys.stderr, flush=True)
     return result

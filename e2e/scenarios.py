@@ -11,6 +11,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from e2e.api import Api
@@ -43,6 +44,7 @@ class Result:
 
 @dataclass
 class Context:
+    log_dir: Path
     api: Api
     kubectl: Kubectl
     catalog: Catalog
@@ -238,7 +240,8 @@ def seed_scale_up(ctx: Context, stack: str, team: str) -> Result:
 def several_nodes(ctx: Context, stack: str, team: str, replicas: int) -> Result:
     """Enough replicas for several GPU nodes: how many of which type Karpenter launches, at what price."""
     pool = _team_pool(ctx, team, stack)
-    deployment = gpu_deployment(ctx, "gpu-batch", team, pool, replicas, {"cores": 50, "mem_mib": 8192}, cpu="1")
+    # cpu 6 keeps a node type from holding them all, so the pool grows by several nodes.
+    deployment = gpu_deployment(ctx, "gpu-batch", team, pool, replicas, {"cores": 25, "mem_mib": 4096}, cpu="6")
     ctx.kubectl.apply([deployment])
     seconds = _wait(
         f"{replicas} gpu-batch pods Running", lambda: len(_running(_pods(ctx, team, "gpu-batch"))) == replicas
@@ -249,14 +252,16 @@ def several_nodes(ctx: Context, stack: str, team: str, replicas: int) -> Result:
         for node in ctx.api.items("/api/v1/nodes")
         if node["metadata"].get("labels", {}).get(names.POOL_LABEL) == pool
     )
+    cheapest = _cheapest_single_type(ctx, pool, replicas, cpu_millis=6000, cores=25, stack=stack)
     figures = {
         "pool": pool,
         "replicas": replicas,
+        "cheapest_single_type": cheapest,
         "seconds_to_running": round(seconds, 1),
         "nodes_by_type": by_type,
         "usd_per_hour": _usd_per_hour(ctx, by_type),
         "gpucores_registered": vgpu_cores,
-        "gpucores_requested": 50 * replicas,
+        "gpucores_requested": 25 * replicas,
     }
     consolidated = _remove_and_wait_empty(ctx, deployment)
     figures["seconds_to_consolidated"] = round(consolidated, 1)
@@ -264,9 +269,29 @@ def several_nodes(ctx: Context, stack: str, team: str, replicas: int) -> Result:
         "several-nodes",
         True,
         f"{replicas} pods Running in {seconds:.0f} s on {sum(by_type.values())} nodes {by_type} "
-        f"(${figures['usd_per_hour']}/h, {50 * replicas}/{vgpu_cores} gpucores used)",
+        f"(${figures['usd_per_hour']}/h, {25 * replicas}/{vgpu_cores} gpucores used; one type at best: "
+        f"{cheapest['nodes']} x {cheapest['type']} ${cheapest['usd_per_hour']}/h)",
         figures,
     )
+
+
+def _cheapest_single_type(
+    ctx: Context, pool: str, replicas: int, cpu_millis: int, cores: int, stack: str
+) -> dict[str, Any]:
+    """The cheapest way to hold the pods on nodes of one pool type (kwok reserves 100m CPU per node)."""
+    [nodepool] = [p for p in ctx.plans[stack].of_kind("NodePool") if p["metadata"]["name"] == pool]
+    [types] = [
+        r["values"] for r in nodepool["spec"]["template"]["spec"]["requirements"] if r["key"].endswith("instance-type")
+    ]
+    options = []
+    for name in types:
+        itype = ctx.catalog.instance_type(name)
+        per_node = min((itype.vcpu * 1000 - 100) // cpu_millis, itype.gpu_count * 100 // cores)
+        if per_node:
+            nodes = -(-replicas // per_node)
+            options.append((round(nodes * itype.on_demand_usd_per_hour, 3), nodes, name))
+    usd, nodes, name = min(options)
+    return {"type": name, "nodes": nodes, "usd_per_hour": usd}
 
 
 def no_overlays(ctx: Context, stack: str, team: str) -> Result:
@@ -380,3 +405,19 @@ def quota_refuses(ctx: Context, stack: str, team: str) -> Result:
         )
     ctx.kubectl.delete([pod])
     raise ScenarioFailure(f"a pod asking {hard_cores + 1} gpucores was admitted under a quota of {hard_cores}")
+
+
+def diagnostics(ctx: Context, namespaces: list[str]) -> list[str]:
+    """What a failed scenario leaves behind: NodeClaim conditions, recent events, Karpenter's last lines."""
+    lines = []
+    for claim in _nodeclaims(ctx):
+        conditions = ", ".join(
+            f"{c['type']}={c['status']}({c.get('reason', '')})" for c in claim.get("status", {}).get("conditions", [])
+        )
+        lines.append(f"NodeClaim {claim['metadata']['name']}: {conditions}")
+    for namespace in namespaces:
+        lines += [f"event {namespace}: {event}" for event in _events(ctx, namespace)[-10:]]
+    karpenter_log = ctx.log_dir / "karpenter.log"
+    if karpenter_log.exists():
+        lines += [f"karpenter: {line}" for line in karpenter_log.read_text(errors="replace").splitlines()[-15:]]
+    return lines
