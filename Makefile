@@ -7,7 +7,7 @@ CONFIG ?= Pulumi.$(STACK).yaml
 POLICY_CONFIG ?=
 POLICY_FLAG = $(if $(POLICY_CONFIG),--policy-config $(POLICY_CONFIG))
 
-.PHONY: test lint plan check golden bench rules-test clean
+.PHONY: test lint plan check golden docs bench rules-test clean
 
 $(VENV)/.installed: requirements.txt
 	python3 -m venv $(VENV)
@@ -30,6 +30,9 @@ check: $(VENV)/.installed ## evaluate the policy pack over PLAN=<plan.json>
 
 golden: $(VENV)/.installed ## rewrite tests/golden/ from the dev and prod stack files
 	$(PY) -m tools.golden
+
+docs: $(VENV)/.installed ## rewrite the generated README tables (config schema, catalog, policies)
+	$(PY) -m tools.docs
 
 bench: $(VENV)/.installed ## print how long rendering, planning and checking take
 	$(PY) -m tools.bench

@@ -27,10 +27,25 @@ class SharingProfile(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
-    device_split_count: int = Field(default=10, alias="deviceSplitCount", ge=1, le=100)
-    device_memory_scaling: float = Field(default=1.0, alias="deviceMemoryScaling", gt=0, le=1)
-    device_core_scaling: float = Field(default=1.0, alias="deviceCoreScaling", gt=0, le=1)
-    memory_factor: int = Field(default=1, alias="memoryFactor", ge=1)
+    device_split_count: int = Field(
+        default=10, alias="deviceSplitCount", ge=1, le=100, description="vGPUs per physical GPU"
+    )
+    device_memory_scaling: float = Field(
+        default=1.0,
+        alias="deviceMemoryScaling",
+        gt=0,
+        le=1,
+        description="Share of GPU memory HAMi hands out (oversubscription is refused)",
+    )
+    device_core_scaling: float = Field(
+        default=1.0, alias="deviceCoreScaling", gt=0, le=1, description="Share of GPU cores HAMi hands out"
+    )
+    memory_factor: int = Field(
+        default=1,
+        alias="memoryFactor",
+        ge=1,
+        description="Must be 1: HAMi charts 2.7-2.10 hard-code it in their device ConfigMap",
+    )
 
 
 @dataclass(frozen=True)
