@@ -1,6 +1,6 @@
 """HAMi sharing profile and what a node of a given instance type will really register under it.
 
-The figures follow DOMAIN.md section 2: the HAMi device plugin registers per GPU
+The figures follow HAMi's device plugin, which registers per GPU
 `devmem = int(NVML MiB x deviceMemoryScaling)` and `devcore = int(100 x deviceCoreScaling)` and
 `count = deviceSplitCount` (HAMi register.go); the mock device plugin sums them over the GPUs and divides
 memory by `memoryFactor` (mock-device-plugin v1.0.1, nvidia/device.go GetResource).
@@ -44,7 +44,7 @@ class SharingProfile(BaseModel):
         default=1,
         alias="memoryFactor",
         ge=1,
-        description="Must be 1: HAMi charts 2.7-2.10 hard-code it in their device ConfigMap",
+        description="Must be 1: the device ConfigMap of HAMi charts up to 2.9 hard-codes it",
     )
 
 
