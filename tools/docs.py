@@ -171,10 +171,24 @@ def policy_table() -> str:
     return "\n".join(lines)
 
 
+def policy_config_table() -> str:
+    """Every tunable property of the pack's rules, from each rule's config schema."""
+    lines = ["| policy | property | type | default | meaning |", "|---|---|---|---|---|"]
+    for rule in RULES:
+        for name, schema in rule.config_schema().items():
+            default = _code(json.dumps(schema["default"])) if "default" in schema else "required"
+            lines.append(
+                f"| `{rule.name}` | `{name}` | {schema.get('type', '')} | {default} "
+                f"| {_cell(schema.get('description', ''))} |"
+            )
+    return "\n".join(lines)
+
+
 TABLES: dict[str, Callable[[], str]] = {
     "config-table": config_table,
     "catalog-table": catalog_table,
     "policy-table": policy_table,
+    "policy-config-table": policy_config_table,
 }
 
 
