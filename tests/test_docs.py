@@ -8,6 +8,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from tests.conftest import ROOT
+import tools.docs
 from tools.docs import DocsError, field_rows, stack_config_rows, update_readme
 
 README = (ROOT / "README.md").read_text()
@@ -26,6 +27,18 @@ def test_update_readme_replaces_a_stale_table():
 def test_update_readme_names_a_missing_marker_pair():
     with pytest.raises(DocsError, match="policy-table"):
         update_readme(README.replace("<!-- END policy-table -->", ""))
+
+
+def test_make_docs_rewrites_a_stale_readme_and_refuses_one_without_markers(tmp_path, monkeypatch, capsys):
+    readme = tmp_path / "README.md"
+    monkeypatch.setattr(tools.docs, "README", readme)
+    readme.write_text(README.replace("| `aws:region` |", "| `aws:regionX` |"))
+    assert tools.docs.main() == 0
+    assert readme.read_text() == README
+    readme.write_text("no markers\n")
+    assert tools.docs.main() == 2
+    assert readme.read_text() == "no markers\n"
+    assert "config-table" in capsys.readouterr().err
 
 
 def test_every_config_field_has_a_description():
