@@ -7,8 +7,8 @@ from typing import Literal
 import pytest
 from pydantic import BaseModel, Field
 
-from tests.conftest import ROOT
 import tools.docs
+from tests.conftest import ROOT
 from tools.docs import DocsError, field_rows, stack_config_rows, update_readme
 
 README = (ROOT / "README.md").read_text()
