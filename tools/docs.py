@@ -38,6 +38,11 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def _text(text: str) -> str:
+    """Prose in a cell: `<name>` placeholders would otherwise be read as HTML tags and vanish."""
+    return _cell(text).replace("<", "&lt;").replace(">", "&gt;")
+
+
 def _code(text: str) -> str:
     return f"`{_cell(text)}`"
 
@@ -134,7 +139,7 @@ def stack_config_rows() -> list[Row]:
 def config_table() -> str:
     lines = ["| key | type | default | allowed | meaning |", "|---|---|---|---|---|"]
     for key, kind, default, allowed, meaning in stack_config_rows():
-        lines.append(f"| {_code(key)} | {_cell(kind)} | {default} | {allowed} | {_cell(meaning)} |")
+        lines.append(f"| {_code(key)} | {_text(kind)} | {default} | {allowed} | {_text(meaning)} |")
     return "\n".join(lines)
 
 
@@ -179,7 +184,7 @@ def policy_config_table() -> str:
             default = _code(json.dumps(schema["default"])) if "default" in schema else "required"
             lines.append(
                 f"| `{rule.name}` | `{name}` | {schema.get('type', '')} | {default} "
-                f"| {_cell(schema.get('description', ''))} |"
+                f"| {_text(schema.get('description', ''))} |"
             )
     return "\n".join(lines)
 
