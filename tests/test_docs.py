@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 import pytest
 from pydantic import BaseModel, Field
 
 import tools.docs
+from gpushare.config import StackConfig
 from tests.conftest import ROOT
 from tools.docs import DocsError, field_rows, stack_config_rows, update_readme
 
@@ -44,6 +45,21 @@ def test_make_docs_rewrites_a_stale_readme_and_refuses_one_without_markers(tmp_p
 def test_every_config_field_has_a_description():
     missing = [key for key, *_, meaning in stack_config_rows() if not meaning]
     assert not missing, f"add description= to these config fields: {', '.join(missing)}"
+
+
+def _schema_models(model: type[BaseModel]) -> set[type[BaseModel]]:
+    found = {model}
+    for field in model.model_fields.values():
+        for arg in (*get_args(field.annotation), field.annotation):
+            for inner in (*get_args(arg), arg):
+                if isinstance(inner, type) and issubclass(inner, BaseModel) and inner not in found:
+                    found |= _schema_models(inner)
+    return found
+
+
+def test_every_config_model_says_what_it_is_for():
+    undocumented = [m.__name__ for m in _schema_models(StackConfig) if not m.__dict__.get("__doc__")]
+    assert not undocumented, f"add a docstring to: {', '.join(sorted(undocumented))}"
 
 
 class _Inner(BaseModel):
