@@ -7,7 +7,7 @@ CONFIG ?= Pulumi.$(STACK).yaml
 POLICY_CONFIG ?=
 POLICY_FLAG = $(if $(POLICY_CONFIG),--policy-config $(POLICY_CONFIG))
 
-.PHONY: test lint plan check golden bench rules-test e2e clean
+.PHONY: test lint plan check golden docs bench rules-test e2e clean
 
 $(VENV)/.installed: requirements.txt
 	python3 -m venv $(VENV)
@@ -28,8 +28,11 @@ check: $(VENV)/.installed ## evaluate the policy pack over PLAN=<plan.json>
 	@test -n "$(PLAN)" || { echo "usage: make check PLAN=build/<stack>/plan.json [POLICY_CONFIG=file]" >&2; exit 2; }
 	$(PY) -m tools.check --plan $(PLAN) $(POLICY_FLAG)
 
-golden: $(VENV)/.installed ## rewrite tests/golden/ from the dev and prod stack files
+golden: $(VENV)/.installed ## rewrite tests/golden/<stack>/{manifests,helm}/ from the offline plan of dev and prod
 	$(PY) -m tools.golden
+
+docs: $(VENV)/.installed ## rewrite the generated README tables (config schema, catalog, policies)
+	$(PY) -m tools.docs
 
 bench: $(VENV)/.installed ## print how long rendering, planning and checking take
 	$(PY) -m tools.bench

@@ -27,7 +27,7 @@ def _gpu_labels(catalog: Catalog, itype: InstanceType) -> list[dict[str, Any]]:
     model = catalog.gpu_model_of(itype)
     return [
         _requirement("karpenter.k8s.aws/instance-gpu-name", model.karpenter_gpu_name),
-        _requirement("karpenter.k8s.aws/instance-gpu-manufacturer", model.vendor),
+        _requirement("karpenter.k8s.aws/instance-gpu-manufacturer", "nvidia"),
         _requirement("karpenter.k8s.aws/instance-gpu-count", str(itype.gpu_count)),
         _requirement("karpenter.k8s.aws/instance-gpu-memory", str(model.ec2_memory_mib)),
     ]
@@ -35,9 +35,10 @@ def _gpu_labels(catalog: Catalog, itype: InstanceType) -> list[dict[str, Any]]:
 
 def instance_type_options(catalog: Catalog, itype: InstanceType) -> dict[str, Any]:
     """One instance type, offered on demand at the catalog's price in every rig zone."""
+    family, size = itype.name.split(".")
     labels = [
-        _requirement("karpenter.k8s.aws/instance-family", itype.family),
-        _requirement("karpenter.k8s.aws/instance-size", itype.size),
+        _requirement("karpenter.k8s.aws/instance-family", family),
+        _requirement("karpenter.k8s.aws/instance-size", size),
         *_gpu_labels(catalog, itype),
     ]
     resources = {"cpu": str(itype.vcpu), "memory": f"{itype.memory_mib}Mi", "pods": str(PODS_PER_NODE)}

@@ -79,7 +79,7 @@ class NodeAgent(threading.Thread):
         itype = self.catalog.instance_type(labels["node.kubernetes.io/instance-type"])
         if sharing == names.SHARING_HAMI and REGISTER_ANNOTATION not in annotations:
             model = self.catalog.gpu_model_of(itype)
-            registration = register(self.hami, name, itype.gpu_count, model.nvml_memory_mib, model.product_name)
+            registration = register(self.hami, name, itype.gpu_count, model.nvml_memory_mib, f"NVIDIA {model.name}")
             self._patch_status(name, registration.resources)
             self._annotate(name, registration.annotations)
         elif sharing == names.SHARING_EXCLUSIVE and NVIDIA_REGISTERED_ANNOTATION not in annotations:

@@ -29,10 +29,8 @@ class GpuModel(_Model):
     """One GPU model. NVML memory is what HAMi registers; the EC2 figure is only what Karpenter labels."""
 
     name: str = Field(min_length=1)
-    vendor: Literal["nvidia"]
-    architecture: str = Field(min_length=1)
-    product_name: str = Field(alias="productName", min_length=1)
-    karpenter_gpu_name: str = Field(alias="karpenterGpuName", min_length=1)
+    # The value karpenter-provider-aws puts in karpenter.k8s.aws/instance-gpu-name (lower-cased EC2 GPU name).
+    karpenter_gpu_name: str = Field(alias="karpenterGpuName", pattern=r"^[a-z0-9-]+$")
     nvml_memory_mib: int = Field(alias="nvmlMemoryMib", gt=0)
     ec2_memory_mib: int = Field(alias="ec2MemoryMib", gt=0)
     nvml_source: str = Field(alias="nvmlSource")
@@ -61,10 +59,6 @@ class InstanceType(_Model):
     @property
     def family(self) -> str:
         return self.name.split(".", 1)[0]
-
-    @property
-    def size(self) -> str:
-        return self.name.split(".", 1)[1]
 
 
 class PriceSet(_Model):

@@ -10,7 +10,7 @@ from typing import Any, Final
 from gpushare import names
 
 # HAMi chart versions published at https://project-hami.github.io/HAMi/ that this project knows the
-# value keys of (DOMAIN.md section 3, read from Project-HAMi/HAMi charts/hami at each tag).
+# value keys of (read from Project-HAMi/HAMi charts/hami at each tag).
 HAMI_CHART_VERSIONS: Final = ("2.7.0", "2.7.1", "2.8.0", "2.8.1", "2.8.2", "2.8.3", "2.9.0", "2.10.0")
 
 # Mock device plugin image tag -> HAMi chart versions whose device config it parses. HAMi >= 2.9.0 writes
@@ -19,7 +19,7 @@ HAMI_CHART_VERSIONS: Final = ("2.7.0", "2.7.1", "2.8.0", "2.8.1", "2.8.2", "2.8.
 MOCK_COMPATIBLE_HAMI: Final = {"1.0.1": ("2.7.0", "2.7.1", "2.8.0", "2.8.1", "2.8.2", "2.8.3")}
 MOCK_IMAGE_REPOSITORY: Final = "docker.io/projecthami/mock-device-plugin"
 
-# Karpenter: NodeOverlay exists from 1.7.0, behind the NodeOverlay gate (DOMAIN.md section 4).
+# Karpenter: NodeOverlay exists from 1.7.0, behind the NodeOverlay gate (karpenter.sh/docs/concepts/nodeoverlays).
 KARPENTER_MIN_OVERLAY_VERSION: Final = (1, 7, 0)
 
 # The mock plugin advertises one fake device per unit; above this many units of one resource on one node

@@ -33,11 +33,32 @@ class _Model(BaseModel):
 class NetworkConfig(_Model):
     """Create a VPC (default) or use an existing one: set vpcId and privateSubnetIds for the latter."""
 
-    vpc_cidr: str | None = Field(default=None, alias="vpcCidr")
-    availability_zones: int | None = Field(default=None, alias="availabilityZones", ge=2, le=3)
-    vpc_id: str | None = Field(default=None, alias="vpcId", pattern=r"^vpc-[0-9a-f]{8,17}$")
-    private_subnet_ids: tuple[str, ...] = Field(default=(), alias="privateSubnetIds")
-    public_subnet_ids: tuple[str, ...] = Field(default=(), alias="publicSubnetIds")
+    vpc_cidr: str | None = Field(
+        default=None,
+        alias="vpcCidr",
+        description="Range of a new VPC, IPv4 /16 to /20 (default 10.0.0.0/16): node and NAT subnets are cut from it",
+    )
+    availability_zones: int | None = Field(
+        default=None,
+        alias="availabilityZones",
+        ge=2,
+        le=3,
+        description="Zones of a new VPC (default 2), one NAT gateway each",
+    )
+    vpc_id: str | None = Field(
+        default=None,
+        alias="vpcId",
+        pattern=r"^vpc-[0-9a-f]{8,17}$",
+        description="Use this existing VPC instead of creating one",
+    )
+    private_subnet_ids: tuple[str, ...] = Field(
+        default=(),
+        alias="privateSubnetIds",
+        description="With vpcId: node subnets in at least two zones, tagged karpenter.sh/discovery: <cluster name>",
+    )
+    public_subnet_ids: tuple[str, ...] = Field(
+        default=(), alias="publicSubnetIds", description="With vpcId: optional public subnets for load balancers"
+    )
 
     @field_validator("vpc_cidr")
     @classmethod
@@ -86,11 +107,20 @@ class NetworkConfig(_Model):
 class SystemNodeGroupConfig(_Model):
     """On-demand, non-GPU nodes for Karpenter, HAMi's scheduler and CoreDNS."""
 
-    instance_types: tuple[str, ...] = Field(default=("m7i.large",), alias="instanceTypes", min_length=1)
-    min_size: int = Field(default=2, alias="minSize", ge=2)
-    desired_size: int = Field(default=2, alias="desiredSize", ge=2)
-    max_size: int = Field(default=4, alias="maxSize", ge=2, le=50)
-    disk_size_gib: int = Field(default=50, alias="diskSizeGib", ge=20, le=1000)
+    instance_types: tuple[str, ...] = Field(
+        default=("m7i.large",), alias="instanceTypes", min_length=1, description="On-demand, non-GPU system node types"
+    )
+    min_size: int = Field(
+        default=2,
+        alias="minSize",
+        ge=2,
+        description="Fewest system nodes (Karpenter runs 2 replicas on distinct nodes)",
+    )
+    desired_size: int = Field(
+        default=2, alias="desiredSize", ge=2, description="System nodes at creation (minSize to maxSize)"
+    )
+    max_size: int = Field(default=4, alias="maxSize", ge=2, le=50, description="Most system nodes")
+    disk_size_gib: int = Field(default=50, alias="diskSizeGib", ge=20, le=1000, description="System node root volume")
 
     @field_validator("instance_types")
     @classmethod
@@ -113,18 +143,23 @@ class EndpointConfig(_Model):
     """Who reaches the Kubernetes API. A public endpoint must name the CIDRs allowed to reach it; a private
     one admits, on 443 of the cluster security group, the CIDRs and security groups listed here."""
 
-    public_access: bool = Field(default=True, alias="publicAccess")
-    private_access: bool = Field(default=True, alias="privateAccess")
-    public_access_cidrs: tuple[str, ...] = Field(default=(), alias="publicAccessCidrs")
+    public_access: bool = Field(default=True, alias="publicAccess", description="Public Kubernetes API endpoint")
+    private_access: bool = Field(default=True, alias="privateAccess", description="Private endpoint inside the VPC")
+    public_access_cidrs: tuple[str, ...] = Field(
+        default=(),
+        alias="publicAccessCidrs",
+        description="Who may reach the public endpoint; required when publicAccess (0.0.0.0/0 only on purpose)",
+    )
     private_access_cidrs: tuple[str, ...] = Field(
         default=(),
         alias="privateAccessCidrs",
-        description="CIDRs (VPN, peered VPC, CI runners) allowed to reach the private endpoint on 443",
+        description="CIDRs (VPN, peered VPC, CI runners) let in on 443 of the cluster security group to reach "
+        "the private endpoint; with publicAccess false this or privateAccessSecurityGroupIds is required",
     )
     private_access_security_group_ids: tuple[str, ...] = Field(
         default=(),
         alias="privateAccessSecurityGroupIds",
-        description="Security groups (e.g. of a bastion or CI runner) allowed to reach the private endpoint on 443",
+        description="Security groups (bastion, CI runner) let in on 443 to reach the private endpoint",
     )
 
     @field_validator("private_access_security_group_ids")
@@ -194,27 +229,40 @@ ARN_PRINCIPAL = r"^arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/[\w+=,.@/-]+$"
 
 
 class ClusterConfig(_Model):
-    name: str = Field(pattern=r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$")
-    kubernetes_version: str = Field(default="1.36", alias="kubernetesVersion", pattern=r"^1\.[0-9]{2}$")
-    network: NetworkConfig = NetworkConfig()
-    system_node_group: SystemNodeGroupConfig = Field(default=SystemNodeGroupConfig(), alias="systemNodeGroup")
-    endpoint: EndpointConfig
-    tags: dict[str, str] = {}
+    """The EKS cluster, its network and its system nodes."""
+
+    name: str = Field(
+        pattern=r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$",
+        description="EKS cluster name; prefixes IAM roles and the queue",
+    )
+    kubernetes_version: str = Field(
+        default="1.36",
+        alias="kubernetesVersion",
+        pattern=r"^1\.[0-9]{2}$",
+        description="EKS minor version; HAMi's kube-scheduler image follows it (v<minor>.0)",
+    )
+    network: NetworkConfig = Field(default=NetworkConfig(), description="VPC the cluster runs in")
+    system_node_group: SystemNodeGroupConfig = Field(
+        default=SystemNodeGroupConfig(), alias="systemNodeGroup", description="Nodes for the controllers"
+    )
+    endpoint: EndpointConfig = Field(description="Kubernetes API endpoint access")
+    tags: dict[str, str] = Field(default={}, description="Tags on every AWS resource and on GPU instances")
     admin_principal_arns: tuple[str, ...] = Field(
         default=(),
         alias="adminPrincipalArns",
-        description="IAM roles/users (e.g. the CI role that runs the next pulumi up) made cluster admins by "
-        "access entry; the identity that creates the cluster is admin anyway",
+        description="IAM roles/users made cluster admins (access entry + AmazonEKSClusterAdminPolicy); list the "
+        "CI role that runs the next pulumi up",
     )
     log_retention_days: int = Field(
         default=90,
         alias="logRetentionDays",
-        description="Retention of the control-plane log group the stack manages",
+        description="Retention of the control-plane log group /aws/eks/<name>/cluster, which the stack creates "
+        "before the cluster and deletes with it",
     )
     support_type: Literal["STANDARD", "EXTENDED"] = Field(
         default="STANDARD",
         alias="supportType",
-        description="EKS upgrade policy: EXTENDED keeps an old version running at extra cost",
+        description="EKS upgrade policy; EXTENDED keeps an out-of-support version running at extra cost",
     )
 
     @field_validator("admin_principal_arns")
@@ -231,15 +279,25 @@ class ClusterConfig(_Model):
     @classmethod
     def _retention(cls, value: int) -> int:
         if value not in LOG_RETENTION_DAYS:
-            raise ValueError(
-                f"{value} is not a CloudWatch retention; allowed: {', '.join(map(str, LOG_RETENTION_DAYS))}"
-            )
+            allowed = ", ".join(map(str, LOG_RETENTION_DAYS))
+            raise ValueError(f"{value} is not a CloudWatch Logs retention; allowed: {allowed}")
         return value
 
 
 class KarpenterConfig(_Model):
-    chart_version: str = Field(default="1.15.1", alias="chartVersion")
-    ami_version: str = Field(default="latest", alias="amiVersion", pattern=r"^(latest|v[0-9]{8})$")
+    """Karpenter, which launches the GPU nodes."""
+
+    chart_version: str = Field(
+        default="1.15.1",
+        alias="chartVersion",
+        description="Karpenter and karpenter-crd chart version; 1.7.0 or newer (NodeOverlay)",
+    )
+    ami_version: str = Field(
+        default="latest",
+        alias="amiVersion",
+        pattern=r"^(latest|v[0-9]{8})$",
+        description="AL2023 AMI alias version, e.g. v20260903; latest drifts GPU nodes on every AMI release: pin it",
+    )
 
     @field_validator("chart_version")
     @classmethod
@@ -254,17 +312,29 @@ class KarpenterConfig(_Model):
 
 
 class SchedulerPolicyConfig(_Model):
-    node: SchedulerPolicy = "binpack"
-    gpu: SchedulerPolicy = "spread"
+    """HAMi's scheduling policy: which node, then which GPU on it."""
+
+    node: SchedulerPolicy = Field(default="binpack", description="How HAMi picks a node")
+    gpu: SchedulerPolicy = Field(default="spread", description="How HAMi picks a GPU on the node")
 
 
 class HamiConfig(_Model):
-    chart_version: str = Field(default="2.8.3", alias="chartVersion")
-    mock_device_plugin_image: str = Field(
-        default=f"{compat.MOCK_IMAGE_REPOSITORY}:1.0.1", alias="mockDevicePluginImage"
+    """HAMi, which slices the GPUs of shared pools, and its mock device plugin."""
+
+    chart_version: str = Field(
+        default="2.8.3",
+        alias="chartVersion",
+        description="HAMi chart; its value keys follow the version (2.7.x nvidianodeSelector, 2.8+ nvidiaNodeSelector)",
     )
-    profile: SharingProfile = SharingProfile()
-    scheduler_policy: SchedulerPolicyConfig = Field(default=SchedulerPolicyConfig(), alias="schedulerPolicy")
+    mock_device_plugin_image: str = Field(
+        default=f"{compat.MOCK_IMAGE_REPOSITORY}:1.0.1",
+        alias="mockDevicePluginImage",
+        description="Mock device plugin image; must parse the device config of chartVersion",
+    )
+    profile: SharingProfile = Field(default=SharingProfile(), description="How each GPU is sliced")
+    scheduler_policy: SchedulerPolicyConfig = Field(
+        default=SchedulerPolicyConfig(), alias="schedulerPolicy", description="HAMi's default scheduling policy"
+    )
 
     @field_validator("chart_version")
     @classmethod
@@ -303,33 +373,63 @@ class HamiConfig(_Model):
 class NvidiaDevicePluginConfig(_Model):
     """The official NVIDIA device plugin, used only on exclusive (whole-GPU) pools."""
 
-    chart_version: str = Field(default="0.20.1", alias="chartVersion", pattern=r"^[0-9]+\.[0-9]+\.[0-9]+$")
+    chart_version: str = Field(
+        default="0.20.1",
+        alias="chartVersion",
+        pattern=r"^[0-9]+\.[0-9]+\.[0-9]+$",
+        description="NVIDIA device plugin chart for exclusive pools",
+    )
 
 
 class DisruptionConfig(_Model):
+    """When Karpenter may remove the pool's nodes (NodePool spec.disruption and expireAfter)."""
+
     consolidation_policy: Literal["WhenEmpty", "WhenEmptyOrUnderutilized"] = Field(
-        default="WhenEmpty", alias="consolidationPolicy"
+        default="WhenEmpty",
+        alias="consolidationPolicy",
+        description="WhenEmptyOrUnderutilized also moves running GPU pods",
     )
-    consolidate_after: str = Field(default="10m", alias="consolidateAfter", pattern=DURATION)
-    expire_after: str = Field(default="720h", alias="expireAfter", pattern=r"^(Never|([0-9]+(s|m|h))+)$")
+    consolidate_after: str = Field(
+        default="10m",
+        alias="consolidateAfter",
+        pattern=DURATION,
+        description="How long a node stays empty before it goes",
+    )
+    expire_after: str = Field(
+        default="720h",
+        alias="expireAfter",
+        pattern=r"^(Never|([0-9]+(s|m|h))+)$",
+        description="Node lifetime, or Never",
+    )
     termination_grace_period: str = Field(
         default="1h",
         alias="terminationGracePeriod",
         pattern=DURATION,
-        description="How long a draining node may wait for pods (and their PodDisruptionBudgets) before "
-        "Karpenter terminates it; bounds pulumi destroy",
+        description="How long a draining node waits for its pods (and their PodDisruptionBudgets) before "
+        "Karpenter terminates it; pulumi destroy waits this plus 15m for the NodePool",
     )
 
 
 class PoolConfig(_Model):
-    name: str = Field(pattern=DNS_LABEL)
-    instance_types: tuple[str, ...] = Field(alias="instanceTypes", min_length=1)
-    capacity_types: tuple[Literal["on-demand", "spot"], ...] = Field(
-        default=("on-demand",), alias="capacityTypes", min_length=1
+    """One GPU pool: a Karpenter NodePool over catalog instance types."""
+
+    name: str = Field(pattern=DNS_LABEL, description="Pool and NodePool name")
+    instance_types: tuple[str, ...] = Field(
+        alias="instanceTypes", min_length=1, description="Catalog instance types the pool may launch"
     )
-    max_gpus: int = Field(alias="maxGpus", ge=1, le=10_000)
-    sharing: Literal["hami", "exclusive"] = "hami"
-    disruption: DisruptionConfig = DisruptionConfig()
+    capacity_types: tuple[Literal["on-demand", "spot"], ...] = Field(
+        default=("on-demand",), alias="capacityTypes", min_length=1, description="Purchase options Karpenter may use"
+    )
+    max_gpus: int = Field(
+        alias="maxGpus",
+        ge=1,
+        le=10_000,
+        description="How far the pool may grow, in physical GPUs (at least the largest type's GPU count)",
+    )
+    sharing: Literal["hami", "exclusive"] = Field(
+        default="hami", description="HAMi vGPUs, or whole GPUs with the NVIDIA device plugin"
+    )
+    disruption: DisruptionConfig = Field(default=DisruptionConfig(), description="Node disruption")
 
     @field_validator("instance_types", "capacity_types")
     @classmethod
@@ -343,19 +443,32 @@ class PoolConfig(_Model):
 class QuotaConfig(_Model):
     """Hard caps on what the team's pods may request in total."""
 
-    gpus: int = Field(ge=0)
-    gpu_memory_mib: int = Field(default=0, alias="gpuMemoryMib", ge=0)
-    gpu_cores: int = Field(default=0, alias="gpuCores", ge=0)
+    gpus: int = Field(
+        ge=0, description="requests.nvidia.com/gpu: vGPUs on shared pools plus whole GPUs on exclusive ones"
+    )
+    gpu_memory_mib: int = Field(default=0, alias="gpuMemoryMib", ge=0, description="requests.nvidia.com/gpumem, in MiB")
+    gpu_cores: int = Field(
+        default=0, alias="gpuCores", ge=0, description="requests.nvidia.com/gpucores, percent of a GPU summed"
+    )
 
 
 class TeamConfig(_Model):
-    name: str = Field(pattern=DNS_LABEL)
-    pools: tuple[str, ...] = Field(min_length=1)
-    quota: QuotaConfig
+    """One team: a namespace with GPU quotas on the pools it may use."""
+
+    name: str = Field(pattern=DNS_LABEL, description="Team and namespace name (not kube-*, not default)")
+    pools: tuple[str, ...] = Field(min_length=1, description="Pools the team may use; every pool needs a team")
+    quota: QuotaConfig = Field(description="The namespace's ResourceQuota on GPUs")
     namespace_access_role_arn: str | None = Field(
-        default=None, alias="namespaceAccessRoleArn", pattern=r"^arn:aws[a-z-]*:iam::[0-9]{12}:role/[\w+=,.@/-]+$"
+        default=None,
+        alias="namespaceAccessRoleArn",
+        pattern=r"^arn:aws[a-z-]*:iam::[0-9]{12}:role/[\w+=,.@/-]+$",
+        description="IAM role that gets AmazonEKSEditPolicy scoped to the team namespace",
     )
-    scheduler_policy: SchedulerPolicyConfig | None = Field(default=None, alias="schedulerPolicy")
+    scheduler_policy: SchedulerPolicyConfig | None = Field(
+        default=None,
+        alias="schedulerPolicy",
+        description="Team default recorded on its namespace for the team's tooling to copy onto pods",
+    )
 
     @field_validator("name")
     @classmethod
@@ -449,16 +562,16 @@ class MonitoringConfig(_Model):
 class StackConfig(_Model):
     """The whole stack: cluster, controllers, GPU pools and the teams that share them."""
 
-    region: str = Field(pattern=r"^[a-z]{2}(-gov)?-[a-z]+-[0-9]$")
-    cluster: ClusterConfig
-    karpenter: KarpenterConfig = KarpenterConfig()
-    hami: HamiConfig = HamiConfig()
+    region: str = Field(pattern=r"^[a-z]{2}(-gov)?-[a-z]+-[0-9]$", description="AWS region of the stack")
+    cluster: ClusterConfig = Field(description="The EKS cluster")
+    karpenter: KarpenterConfig = Field(default=KarpenterConfig(), description="Karpenter")
+    hami: HamiConfig = Field(default=HamiConfig(), description="HAMi")
     nvidia_device_plugin: NvidiaDevicePluginConfig = Field(
-        default=NvidiaDevicePluginConfig(), alias="nvidiaDevicePlugin"
+        default=NvidiaDevicePluginConfig(), alias="nvidiaDevicePlugin", description="NVIDIA device plugin"
     )
-    pools: tuple[PoolConfig, ...] = Field(min_length=1)
-    teams: tuple[TeamConfig, ...] = Field(min_length=1)
-    monitoring: MonitoringConfig = MonitoringConfig()
+    pools: tuple[PoolConfig, ...] = Field(min_length=1, description="GPU pools")
+    teams: tuple[TeamConfig, ...] = Field(min_length=1, description="Teams sharing the pools")
+    monitoring: MonitoringConfig = Field(default=MonitoringConfig(), description="Monitoring")
 
     def pool(self, name: str) -> PoolConfig:
         return next(p for p in self.pools if p.name == name)

@@ -1,6 +1,6 @@
 """HAMi sharing profile and what a node of a given instance type will really register under it.
 
-The figures follow DOMAIN.md section 2: the HAMi device plugin registers per GPU
+The figures follow HAMi's device plugin, which registers per GPU
 `devmem = int(NVML MiB x deviceMemoryScaling)` and `devcore = int(100 x deviceCoreScaling)` and
 `count = deviceSplitCount` (HAMi register.go); the mock device plugin sums them over the GPUs and divides
 memory by `memoryFactor` (mock-device-plugin v1.0.1, nvidia/device.go GetResource).
@@ -27,10 +27,25 @@ class SharingProfile(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
-    device_split_count: int = Field(default=10, alias="deviceSplitCount", ge=1, le=100)
-    device_memory_scaling: float = Field(default=1.0, alias="deviceMemoryScaling", gt=0, le=1)
-    device_core_scaling: float = Field(default=1.0, alias="deviceCoreScaling", gt=0, le=1)
-    memory_factor: int = Field(default=1, alias="memoryFactor", ge=1)
+    device_split_count: int = Field(
+        default=10, alias="deviceSplitCount", ge=1, le=100, description="vGPUs per physical GPU"
+    )
+    device_memory_scaling: float = Field(
+        default=1.0,
+        alias="deviceMemoryScaling",
+        gt=0,
+        le=1,
+        description="Share of GPU memory HAMi hands out (oversubscription is refused)",
+    )
+    device_core_scaling: float = Field(
+        default=1.0, alias="deviceCoreScaling", gt=0, le=1, description="Share of GPU cores HAMi hands out"
+    )
+    memory_factor: int = Field(
+        default=1,
+        alias="memoryFactor",
+        ge=1,
+        description="Must be 1: the device ConfigMap of HAMi charts up to 2.9 hard-codes it",
+    )
 
 
 @dataclass(frozen=True)

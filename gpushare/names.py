@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Final
 
-# Resources HAMi and its mock device plugin register (DOMAIN.md section 2; HAMi chart values
+# Resources HAMi and its mock device plugin register (HAMi register.go; HAMi chart values
 # resourceName/resourceMem/resourceCores/resourceMemPercentage).
 GPU: Final = "nvidia.com/gpu"
 GPU_MEMORY: Final = "nvidia.com/gpumem"

@@ -1,4 +1,4 @@
-"""What a node registers under a sharing profile (DOMAIN.md section 2), pinned for known instance types."""
+"""What a node registers under a sharing profile (HAMi register.go, mock GetResource), pinned per instance type."""
 
 from __future__ import annotations
 

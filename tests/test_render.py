@@ -161,7 +161,3 @@ def test_nvidia_plugin_release_only_with_exclusive_pools(dev, prod):
     plugin = next(r for r in helm_releases(prod) if r.name == "nvidia-device-plugin")
     assert plugin.values["nodeSelector"] == {"gpushare.io/sharing": "exclusive"}
     assert plugin.version == "0.20.1"
-
-
-def test_rendering_is_deterministic(prod):
-    assert kubernetes_objects(prod) == kubernetes_objects(load_stack_config(raw_stack("prod")))

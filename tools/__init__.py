@@ -1,1 +1,1 @@
-"""Command-line tools behind the Makefile: plan, check, golden, bench."""
+"""Command-line tools behind the Makefile: plan, check, golden, docs, bench, rules-test."""

@@ -1,11 +1,146 @@
-"""Generated README tables: `python -m tools.docs` prints them; a test keeps README.md in step."""
+"""README tables generated from the code: `make docs` rewrites them in place between their markers.
+
+The config table walks the pydantic schema (so a field added anywhere appears without editing this file),
+the catalog table reads the shipped catalog, the policy table reads the pack's registry.
+"""
 
 from __future__ import annotations
 
+import json
+import re
+import sys
+import types
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal, Union, get_args, get_origin
+
+import annotated_types
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
+from pydantic_core import PydanticUndefined
+
 from gpushare.catalog import load_catalog
+from gpushare.config import PROJECT, StackConfig
 from gpushare.errors import UserError
 from gpushare.hami import SharingProfile, node_capacity
 from policies.gpushare_policies.registry import RULES
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+
+
+class DocsError(UserError):
+    """README.md lacks a marker pair the generator fills."""
+
+
+def _cell(text: str) -> str:
+    """Markdown table cells cannot hold a bare `|` or a line break."""
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _text(text: str) -> str:
+    """Prose in a cell: `<name>` placeholders would otherwise be read as HTML tags and vanish."""
+    return _cell(text).replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _code(text: str) -> str:
+    return f"`{_cell(text)}`"
+
+
+def _models(annotation: Any) -> list[type[BaseModel]]:
+    return [a for a in get_args(annotation) or (annotation,) if isinstance(a, type) and issubclass(a, BaseModel)]
+
+
+def _is_union(annotation: Any) -> bool:
+    return get_origin(annotation) in (Union, types.UnionType)
+
+
+def type_name(annotation: Any) -> str:
+    """A reader's name for a field's type: `list of string`, `binpack / spread`, `int`."""
+    if _is_union(annotation):
+        return " or ".join(type_name(a) for a in get_args(annotation) if a is not type(None))
+    origin = get_origin(annotation)
+    if origin is Literal:
+        return " / ".join(str(v) for v in get_args(annotation))
+    if origin in (tuple, list):
+        return f"list of {type_name(get_args(annotation)[0])}"
+    if origin is dict:
+        return "map"
+    names = {str: "string", int: "int", float: "number", bool: "bool"}
+    return names.get(annotation, getattr(annotation, "__name__", str(annotation)))
+
+
+def default_text(field: FieldInfo) -> str:
+    if field.is_required():
+        return "required"
+    default = field.default
+    if default is None or default is PydanticUndefined:
+        return "none"
+    if isinstance(default, tuple):
+        default = list(default)
+    if isinstance(default, str):
+        return _code(default)
+    return _code(json.dumps(default))
+
+
+_BOUNDS: tuple[tuple[type, str, str], ...] = (
+    (annotated_types.Ge, "ge", ">="),
+    (annotated_types.Gt, "gt", ">"),
+    (annotated_types.Le, "le", "<="),
+    (annotated_types.Lt, "lt", "<"),
+)
+
+
+def constraints_text(field: FieldInfo) -> str:
+    """Bounds, lengths and patterns pydantic enforces on the field, as the README states them."""
+    parts = []
+    for item in field.metadata:
+        for kind, attribute, sign in _BOUNDS:
+            if isinstance(item, kind):
+                parts.append(f"{sign} {getattr(item, attribute)}")
+        if isinstance(item, annotated_types.MinLen):
+            parts.append(f"at least {item.min_length}")
+        if isinstance(item, annotated_types.MaxLen):
+            parts.append(f"at most {item.max_length}")
+        pattern = getattr(item, "pattern", None)
+        if pattern is not None:
+            parts.append(_code(pattern))
+    return ", ".join(parts)
+
+
+Row = tuple[str, str, str, str, str]
+
+
+def field_rows(key: str, field: FieldInfo) -> list[Row]:
+    """(key, type, default, allowed, meaning) for a leaf field, or for every leaf below a nested model."""
+    nested = _models(field.annotation)
+    if not nested:
+        return [
+            (key, type_name(field.annotation), default_text(field), constraints_text(field), field.description or "")
+        ]
+    # An optional object gets its own row: its children's defaults apply only once it is set.
+    head = [(key, "object", "none", "", field.description or "")] if field.default is None else []
+    if get_origin(field.annotation) in (tuple, list):
+        key += "[]"
+    return head + [
+        row for name, sub in nested[0].model_fields.items() for row in field_rows(f"{key}.{sub.alias or name}", sub)
+    ]
+
+
+def stack_config_rows() -> list[Row]:
+    """Every stack config key in schema order; `region` is Pulumi's `aws:region`, the rest are `gpushare:*`."""
+    rows = []
+    for name, field in StackConfig.model_fields.items():
+        key = field.alias or name
+        rows.extend(field_rows("aws:region" if key == "region" else f"{PROJECT}:{key}", field))
+    return rows
+
+
+def config_table() -> str:
+    lines = ["| key | type | default | allowed | meaning |", "|---|---|---|---|---|"]
+    for key, kind, default, allowed, meaning in stack_config_rows():
+        lines.append(f"| {_code(key)} | {_text(kind)} | {default} | {allowed} | {_text(meaning)} |")
+    return "\n".join(lines)
 
 
 def catalog_table() -> str:
@@ -41,7 +176,52 @@ def policy_table() -> str:
     return "\n".join(lines)
 
 
+def policy_config_table() -> str:
+    """Every tunable property of the pack's rules, from each rule's config schema."""
+    lines = ["| policy | property | type | default | meaning |", "|---|---|---|---|---|"]
+    for rule in RULES:
+        for name, schema in rule.config_schema().items():
+            default = _code(json.dumps(schema["default"])) if "default" in schema else "required"
+            lines.append(
+                f"| `{rule.name}` | `{name}` | {schema.get('type', '')} | {default} "
+                f"| {_text(schema.get('description', ''))} |"
+            )
+    return "\n".join(lines)
+
+
+TABLES: dict[str, Callable[[], str]] = {
+    "config-table": config_table,
+    "catalog-table": catalog_table,
+    "policy-table": policy_table,
+    "policy-config-table": policy_config_table,
+}
+
+
+def update_readme(text: str) -> str:
+    """The README with every generated table replaced by its current content."""
+    for name, render in TABLES.items():
+        block = re.compile(rf"(<!-- BEGIN {name} -->\n).*?(<!-- END {name} -->)", re.DOTALL)
+        if not block.search(text):
+            raise DocsError(f"README.md: no <!-- BEGIN {name} --> ... <!-- END {name} --> markers")
+        table = render()
+        text = block.sub(lambda match, table=table: f"{match[1]}{table}\n{match[2]}", text)
+    return text
+
+
+def main() -> int:
+    try:
+        current = README.read_text()
+        updated = update_readme(current)
+    except UserError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    if updated != current:
+        README.write_text(updated)
+        print("rewrote the generated tables in README.md")
+    else:
+        print("README.md tables are current")
+    return 0
+
+
 if __name__ == "__main__":
-    print(catalog_table())
-    print()
-    print(policy_table())
+    sys.exit(main())

@@ -1,45 +1,53 @@
-"""Rewrite the golden files: rendered manifests and Helm releases of every stack file, for review in diffs.
+"""Rewrite the golden files: the manifests/ and helm/ folders `make plan` writes for each shipped stack.
 
-Run `make golden` after a deliberate change to a renderer, the catalog or a stack file, then read the diff.
+They come from the offline plan the program really produces (the stack run under Pulumi's mocks), so a
+change anywhere between the stack file and a component shows up here. Run `make golden` after a deliberate
+change, then review the diff.
 """
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from pathlib import Path
 
-import yaml
-
-from gpushare.config import load_stack_config
-from gpushare.render.monitoring import monitoring_objects, monitoring_releases
-from gpushare.render.stack import helm_releases, kubernetes_objects
-from gpushare.render.yamlio import dump, dump_all
+from tools.plan import build_plan, read_stack_file, write_plan
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden"
 STACKS = ("dev", "prod")
+PLAN_FOLDERS = ("manifests", "helm")
 
 
-def render_golden(stack: str) -> dict[str, str]:
-    """File name -> content for one stack."""
-    raw = yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text())["config"]
-    config = load_stack_config(raw)
-    files = {
-        "manifests.yaml": dump_all(kubernetes_objects(config)),
-        "helm.yaml": dump([release.as_dict() for release in helm_releases(config)]),
-    }
-    if config.monitoring.enabled:
-        releases = [release.as_dict() for release in monitoring_releases(config)]
-        files["monitoring.yaml"] = dump_all([*releases, *monitoring_objects(config)])
-    return files
+def plan_files(stack: str) -> dict[str, str]:
+    """Relative path -> content of every file `make plan` writes under manifests/ and helm/ for `stack`."""
+    _, plan = build_plan(read_stack_file(ROOT / f"Pulumi.{stack}.yaml"), stack)
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = Path(scratch) / stack
+        write_plan(plan, folder)
+        return {
+            path.relative_to(folder).as_posix(): path.read_text()
+            for sub in PLAN_FOLDERS
+            for path in sorted((folder / sub).glob("*.yaml"))
+        }
+
+
+def golden_files(stack: str) -> dict[str, str]:
+    """Relative path -> content of the reviewed golden files of `stack`."""
+    folder = GOLDEN / stack
+    return {path.relative_to(folder).as_posix(): path.read_text() for path in sorted(folder.rglob("*.yaml"))}
 
 
 def main() -> None:
     for stack in STACKS:
         folder = GOLDEN / stack
-        folder.mkdir(parents=True, exist_ok=True)
-        for name, content in render_golden(stack).items():
+        files = plan_files(stack)
+        if folder.exists():
+            shutil.rmtree(folder)
+        for name, content in files.items():
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
             (folder / name).write_text(content)
-            print(f"wrote {(folder / name).relative_to(ROOT)}")
+        print(f"wrote {len(files)} files under {folder.relative_to(ROOT)}")
 
 
 if __name__ == "__main__":

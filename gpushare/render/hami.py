@@ -1,4 +1,4 @@
-"""HAMi chart values and the mock device plugin objects (DOMAIN.md sections 2 and 3)."""
+"""HAMi chart values and the mock device plugin objects (Project-HAMi/HAMi charts/hami values.yaml)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """IAM and SQS documents for Karpenter, scoped to one cluster (getting-started CloudFormation v1.14,
-terraform-aws-eks modules/karpenter; DOMAIN.md section 4)."""
+terraform-aws-eks modules/karpenter)."""
 
 from __future__ import annotations
 

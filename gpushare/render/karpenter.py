@@ -1,4 +1,4 @@
-"""Karpenter objects and Helm values for the GPU pools (Karpenter 1.x APIs, DOMAIN.md section 4)."""
+"""Karpenter objects and Helm values for the GPU pools (Karpenter 1.x APIs, karpenter.sh/docs/concepts)."""
 
 from __future__ import annotations
 

@@ -67,7 +67,7 @@ class Hami:
 
     @cached_property
     def profile(self) -> SharingProfile:
-        """The sharing profile in the values; the chart hard-codes memoryFactor 1 (DOMAIN.md section 3)."""
+        """The sharing profile in the values; the chart hard-codes memoryFactor 1 (HAMi chart device ConfigMap)."""
         keys = ("deviceSplitCount", "deviceMemoryScaling", "deviceCoreScaling")
         return SharingProfile.model_validate({k: self.device_plugin[k] for k in keys if k in self.device_plugin})
 

@@ -151,7 +151,7 @@ def pools(view: StackView) -> list[Pool]:
 
 
 def overlays_for(view: StackView, pool: Pool, instance_type: str) -> list[Resource]:
-    """Overlays whose requirements all hold for this pool and instance type (DOMAIN.md section 4)."""
+    """Overlays whose requirements all hold for this pool and instance type (Karpenter NodeOverlay docs)."""
     labels = pool.node_labels(instance_type)
     return [
         overlay
