@@ -9,6 +9,11 @@ import pulumi_aws as aws
 
 from gpushare.config import StackConfig
 
+# Zone IDs whose subnets EKS refuses for a cluster (EKS user guide, "View Amazon EKS networking requirements
+# for VPC and subnets": use1-az3, usw1-az2, cac1-az3). Zone IDs, not names: names map to different zones
+# in each account.
+EKS_UNSUPPORTED_ZONE_IDS = ["use1-az3", "usw1-az2", "cac1-az3"]
+
 
 class Network(pulumi.ComponentResource):
     """Subnets are tagged for load balancers and for Karpenter's `karpenter.sh/discovery` selector."""
@@ -38,7 +43,15 @@ class Network(pulumi.ComponentResource):
         cluster = config.cluster.name
         tags = config.cluster.tags
         child = pulumi.ResourceOptions(parent=self)
-        zones = aws.get_availability_zones_output(state="available").names
+        # Standard zones only: Local Zones and Wavelength zones (opt-in) cannot host EKS subnets.
+        zone_ids = aws.get_availability_zones_output(
+            state="available",
+            exclude_zone_ids=EKS_UNSUPPORTED_ZONE_IDS,
+            filters=[
+                aws.GetAvailabilityZonesFilterArgs(name="opt-in-status", values=["opt-in-not-required"]),
+                aws.GetAvailabilityZonesFilterArgs(name="zone-type", values=["availability-zone"]),
+            ],
+        ).zone_ids
         vpc_net = ipaddress.ip_network(config.cluster.network.cidr)
         # Halves: private /n+2 blocks for nodes (pods take VPC IPs), small public blocks for NAT and LBs.
         private_blocks = list(vpc_net.subnets(prefixlen_diff=2))
@@ -62,12 +75,12 @@ class Network(pulumi.ComponentResource):
         private_ids: list[pulumi.Output[str]] = []
         public_ids: list[pulumi.Output[str]] = []
         for index in range(config.cluster.network.zone_count):
-            zone = zones[index]
+            zone_id = zone_ids[index]
             public = aws.ec2.Subnet(
                 f"{cluster}-public-{index}",
                 vpc_id=vpc.id,
                 cidr_block=str(public_blocks[index]),
-                availability_zone=zone,
+                availability_zone_id=zone_id,
                 map_public_ip_on_launch=False,
                 tags={**tags, "Name": f"{cluster}-public-{index}", "kubernetes.io/role/elb": "1"},
                 opts=child,
@@ -87,7 +100,7 @@ class Network(pulumi.ComponentResource):
                 f"{cluster}-private-{index}",
                 vpc_id=vpc.id,
                 cidr_block=str(private_blocks[index]),
-                availability_zone=zone,
+                availability_zone_id=zone_id,
                 tags={
                     **tags,
                     "Name": f"{cluster}-private-{index}",

@@ -243,6 +243,41 @@ BAD_CONFIG = [
         "gpushare:cluster.systemNodeGroup: need minSize <= desiredSize <= maxSize, got 2/9/3",
     ),
     ("invalid json from engine", _set("gpushare:teams", "[{not json"), "gpushare:teams: is not valid JSON"),
+    (
+        "private endpoint nobody can reach",
+        _both(
+            _set("gpushare:cluster.endpoint.publicAccess", False), _drop("gpushare:cluster.endpoint.publicAccessCidrs")
+        ),
+        "gpushare:cluster.endpoint: publicAccess is false and nobody may reach the private endpoint",
+    ),
+    (
+        "private ranges without a private endpoint",
+        _both(
+            _set("gpushare:cluster.endpoint.privateAccess", False),
+            _set("gpushare:cluster.endpoint.privateAccessCidrs", ["10.0.0.0/8"]),
+        ),
+        "gpushare:cluster.endpoint: privateAccessCidrs/privateAccessSecurityGroupIds are set but privateAccess",
+    ),
+    (
+        "bad security group",
+        _set("gpushare:cluster.endpoint.privateAccessSecurityGroupIds", ["default"]),
+        "gpushare:cluster.endpoint.privateAccessSecurityGroupIds: 'default' is not a security group id",
+    ),
+    (
+        "admin that is not an IAM principal",
+        _set("gpushare:cluster.adminPrincipalArns", ["arn:aws:s3:::bucket"]),
+        "gpushare:cluster.adminPrincipalArns: 'arn:aws:s3:::bucket' is not an IAM role or user ARN",
+    ),
+    (
+        "log retention CloudWatch refuses",
+        _set("gpushare:cluster.logRetentionDays", 45),
+        "gpushare:cluster.logRetentionDays: 45 is not a CloudWatch Logs retention; allowed: 1, 3, 5",
+    ),
+    (
+        "termination grace period not a duration",
+        _set("gpushare:pools.0.disruption", {"terminationGracePeriod": "1 hour"}),
+        "gpushare:pools[0].disruption.terminationGracePeriod:",
+    ),
 ]
 
 

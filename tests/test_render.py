@@ -119,9 +119,19 @@ def test_mock_daemonset_reads_the_hami_release_configmap_on_hami_nodes(dev):
     assert container["securityContext"]["allowPrivilegeEscalation"] is False
 
 
-def test_mock_rbac_is_limited_to_nodes(dev):
+def test_mock_rbac_only_reads_nodes(dev):
     role = next(o for o in hami.mock_device_plugin_objects(dev) if o["kind"] == "ClusterRole")
-    assert role["rules"] == [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "update", "patch"]}]
+    assert role["rules"] == [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]}]
+
+
+def test_hami_webhook_certgen_is_upstream_and_services_stay_in_the_cluster(dev):
+    values = hami.hami_values(dev)
+    for key in ("image", "imageNew"):
+        image = values["scheduler"]["patch"][key]
+        assert (image["registry"], image["repository"]) == ("registry.k8s.io", "ingress-nginx/kube-webhook-certgen")
+        assert image["tag"].startswith("v")
+    assert values["scheduler"]["service"]["type"] == "ClusterIP"
+    assert values["devicePlugin"]["service"]["type"] == "ClusterIP"
 
 
 def test_team_quota_covers_hami_resources(prod):

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 from typing import Any
 
 import pytest
@@ -167,8 +170,36 @@ def test_new_vpc_spans_zones_with_tagged_private_subnets(plans):
     private = [s for s in subnets if "private" in s["name"]]
     assert len(private) == 3
     assert all(s["inputs"]["tags"]["karpenter.sh/discovery"] == "gpushare-prod" for s in private)
-    assert len({s["inputs"]["availabilityZone"] for s in private}) == 3
+    zone_ids = {s["inputs"]["availabilityZoneId"] for s in private}
+    # prod is us-east-1: use1-az3 is one EKS refuses, so the third zone is use1-az4.
+    assert zone_ids == {"use1-az1", "use1-az2", "use1-az4"}
     assert not any(s["inputs"].get("mapPublicIpOnLaunch", False) for s in subnets)
+
+
+def test_private_endpoint_admits_the_configured_ranges_on_443(plans):
+    [rule] = by_type(plans["prod"], "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule")
+    assert rule["inputs"]["cidrIpv4"] == "10.200.0.0/16"
+    assert (rule["inputs"]["fromPort"], rule["inputs"]["toPort"], rule["inputs"]["ipProtocol"]) == (443, 443, "tcp")
+    assert rule["inputs"]["securityGroupId"].startswith("sg-")
+    assert by_type(plans["dev"], "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule") == []
+
+
+def test_control_plane_logs_go_to_a_group_the_stack_owns(plans):
+    [group] = by_type(plans["prod"], "aws:cloudwatch/logGroup:LogGroup")
+    assert group["inputs"]["name"] == "/aws/eks/gpushare-prod/cluster"
+    assert group["inputs"]["retentionInDays"] == 90
+    cluster = one(plans["prod"], "eks:index:Cluster", "gpushare-prod")
+    assert group["urn"] in cluster["dependencies"]
+    assert cluster["inputs"]["upgradePolicy"] == {"supportType": "STANDARD"}
+
+
+def test_no_arn_spells_a_partition():
+    """GovCloud and China need aws-us-gov/aws-cn: every ARN takes the partition looked up once."""
+    root = Path(__file__).resolve().parent.parent
+    sources = [*root.glob("components/*.py"), *root.glob("gpushare/render/*.py"), root / "__main__.py"]
+    assert len(sources) > 10
+    offenders = [str(path) for path in sources if re.search(r"[\"']arn:aws:", path.read_text())]
+    assert offenders == []
 
 
 def test_cluster_security_group_is_discoverable_by_karpenter(plans):

@@ -80,8 +80,13 @@ class PlanMocks(pulumi.runtime.Mocks):
         if args.token == "aws:index/getPartition:getPartition":
             return {"partition": "aws", "dnsSuffix": "amazonaws.com", "id": "aws"}, []
         if args.token == "aws:index/getAvailabilityZones:getAvailabilityZones":
-            zones = [f"{self.region}{letter}" for letter in "abc"]
-            return {"names": zones, "zoneIds": zones, "id": self.region}, []
+            # Zone IDs as EC2 spells them (us-east-1 -> use1-az1 ...), minus the ones the program excludes.
+            area, direction, number = self.region.split("-")
+            prefix = f"{area}{direction[0]}{number}"
+            excluded = set(args.args.get("excludeZoneIds") or ())
+            ids = [f"{prefix}-az{n}" for n in range(1, 5) if f"{prefix}-az{n}" not in excluded]
+            names = [f"{self.region}{letter}" for letter in "abcd"[: len(ids)]]
+            return {"names": names, "zoneIds": ids, "id": self.region}, []
         return {}, []
 
 

@@ -7,6 +7,11 @@ from typing import Any
 from gpushare import compat, names
 from gpushare.config import StackConfig
 
+# HAMi 2.8.3 runs its webhook-certificate jobs from a personal Docker Hub image by default
+# (charts/hami/values.yaml scheduler.patch.imageNew, used on Kubernetes >= 1.22; `image` below 1.22): those
+# jobs may rewrite MutatingWebhookConfigurations. The upstream image, pinned (ingress-nginx controller v1.15.1
+# ships it), takes the same `create`/`patch` arguments.
+CERTGEN_IMAGE = {"registry": "registry.k8s.io", "repository": "ingress-nginx/kube-webhook-certgen", "tag": "v1.6.9"}
 GPU_TOLERATION = {"key": names.GPU_TAINT["key"], "operator": "Exists", "effect": names.GPU_TAINT["effect"]}
 HAMI_NODE_SELECTOR = {names.HAMI_NODE_LABEL[0]: names.HAMI_NODE_LABEL[1]}
 
@@ -38,6 +43,9 @@ def hami_values(config: StackConfig) -> dict[str, Any]:
                     "tag": scheduler_image_tag(config),
                 }
             },
+            "patch": {"image": dict(CERTGEN_IMAGE), "imageNew": dict(CERTGEN_IMAGE)},
+            # The chart defaults to NodePort, opening the extender and its metrics on every node.
+            "service": {"type": "ClusterIP"},
         },
         "devicePlugin": {
             "deviceSplitCount": profile.device_split_count,
@@ -45,6 +53,7 @@ def hami_values(config: StackConfig) -> dict[str, Any]:
             "deviceCoreScaling": profile.device_core_scaling,
             compat.hami_node_selector_key(hami.chart_version): dict(HAMI_NODE_SELECTOR),
             "tolerations": [dict(GPU_TOLERATION)],
+            "service": {"type": "ClusterIP"},
         },
     }
 
@@ -63,7 +72,8 @@ def mock_device_plugin_objects(config: StackConfig) -> list[dict[str, Any]]:
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "ClusterRole",
             "metadata": {"name": names.MOCK_NAME, "labels": labels},
-            "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "update", "patch"]}],
+            # Mock 1.0.1 only reads its own node's HAMi annotation (internal/pkg/api/device/device.go).
+            "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]}],
         },
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
