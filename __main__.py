@@ -29,7 +29,17 @@ releases = {release.name: release for release in helm_releases(config)}
 partition = aws.get_partition_output().partition
 account_id = aws.get_caller_identity_output().account_id
 network = Network("network", config)
-cluster = Cluster("cluster", config, network.vpc_id, network.private_subnet_ids, network.public_subnet_ids, partition)
+# The stack's own Prometheus keeps its samples on an EBS volume.
+volume_driver = config.monitoring.enabled and config.monitoring.existing_prometheus is None
+cluster = Cluster(
+    "cluster",
+    config,
+    network.vpc_id,
+    network.private_subnet_ids,
+    network.public_subnet_ids,
+    partition,
+    volume_driver,
+)
 karpenter = Karpenter(
     "karpenter",
     config,

@@ -13,10 +13,12 @@ import pulumi_kubernetes as k8s
 
 from gpushare.config import StackConfig
 from gpushare.render import iam
-from gpushare.render.aws_names import control_plane_log_group, system_node_role_name
+from gpushare.render.aws_names import control_plane_log_group, ebs_csi_role_name, system_node_role_name
 
 CONTROL_PLANE_LOGS = ["api", "audit", "authenticator", "controllerManager", "scheduler"]
 CLUSTER_ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
+# The EKS add-on's controller service account (aws-ebs-csi-driver add-on docs, Pod Identity setup).
+EBS_CSI_SERVICE_ACCOUNT = "ebs-csi-controller-sa"
 
 
 class Cluster(pulumi.ComponentResource):
@@ -36,8 +38,10 @@ class Cluster(pulumi.ComponentResource):
         private_subnet_ids: pulumi.Input[list[str]],
         public_subnet_ids: pulumi.Input[list[str]],
         partition: pulumi.Input[str],
+        volume_driver: bool,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
+        """`volume_driver`: install the EBS CSI driver, which any PersistentVolume (Prometheus's) needs."""
         super().__init__("gpushare:index:Cluster", name, None, opts)
         cluster = config.cluster
         child = pulumi.ResourceOptions(parent=self)
@@ -172,6 +176,8 @@ class Cluster(pulumi.ComponentResource):
             tags=cluster.tags,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.system_nodes]),
         )
+        if volume_driver:
+            self._ebs_csi_driver(cluster.name, cluster.tags, partition)
         self.kubeconfig = pulumi.Output.secret(self.eks_cluster.kubeconfig_json)
         self.provider = k8s.Provider(
             f"{cluster.name}-k8s",
@@ -180,3 +186,35 @@ class Cluster(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.eks_cluster]),
         )
         self.register_outputs({"clusterName": cluster.name, "kubeconfig": self.kubeconfig})
+
+    def _ebs_csi_driver(self, cluster_name: str, tags: dict[str, str], partition: pulumi.Input[str]) -> None:
+        """Since Kubernetes 1.23 EBS volumes (even the gp2 class) are provisioned only by the EBS CSI driver,
+        which EKS does not install: without it a PersistentVolumeClaim stays Pending forever."""
+        child = pulumi.ResourceOptions(parent=self)
+        role = aws.iam.Role(
+            f"{cluster_name}-ebs-csi",
+            name=ebs_csi_role_name(cluster_name),
+            assume_role_policy=json.dumps(
+                iam.service_trust_policy("pods.eks.amazonaws.com", ("sts:AssumeRole", "sts:TagSession"))
+            ),
+            tags=tags,
+            opts=child,
+        )
+        attachment = aws.iam.RolePolicyAttachment(
+            f"{cluster_name}-ebs-csi",
+            role=role.name,
+            policy_arn=pulumi.Output.from_input(partition).apply(
+                lambda p: iam.managed_policy_arn(p, iam.EBS_CSI_DRIVER_POLICY)
+            ),
+            opts=child,
+        )
+        aws.eks.Addon(
+            f"{cluster_name}-ebs-csi-driver",
+            cluster_name=cluster_name,
+            addon_name="aws-ebs-csi-driver",
+            pod_identity_associations=[
+                aws.eks.AddonPodIdentityAssociationArgs(role_arn=role.arn, service_account=EBS_CSI_SERVICE_ACCOUNT)
+            ],
+            tags=tags,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.pod_identity_agent, attachment]),
+        )

@@ -549,7 +549,7 @@ class MonitoringConfig(_Model):
         default="gp2",
         alias="storageClass",
         pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$",
-        description="StorageClass of that volume (needs the EBS CSI driver on the cluster)",
+        description="StorageClass of that volume (the stack installs the EBS CSI driver it needs)",
     )
     existing_prometheus: ExistingPrometheusConfig | None = Field(
         default=None,

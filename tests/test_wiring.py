@@ -207,3 +207,19 @@ def test_cluster_security_group_is_discoverable_by_karpenter(plans):
     assert tag["inputs"]["resourceId"].startswith("sg-")
     cluster = one(plans["dev"], "eks:index:Cluster", "gpushare-dev")["inputs"]
     assert cluster["skipDefaultSecurityGroups"] is True
+
+
+def test_prometheus_volume_gets_the_ebs_csi_driver(plans):
+    """prod runs its own Prometheus on an EBS volume: the driver add-on with a Pod Identity role; dev needs none."""
+    [addon] = [
+        a for a in by_type(plans["prod"], "aws:eks/addon:Addon") if a["inputs"]["addonName"] == "aws-ebs-csi-driver"
+    ]
+    [association] = addon["inputs"]["podIdentityAssociations"]
+    assert association["serviceAccount"] == "ebs-csi-controller-sa"
+    [attachment] = [
+        a for a in by_type(plans["prod"], "aws:iam/rolePolicyAttachment:RolePolicyAttachment") if "ebs-csi" in a["name"]
+    ]
+    assert attachment["inputs"]["policyArn"] == "arn:aws:iam::aws:policy/service-role/AmazonEBSCSIDriverPolicy"
+    assert not [
+        a for a in by_type(plans["dev"], "aws:eks/addon:Addon") if a["inputs"]["addonName"] == "aws-ebs-csi-driver"
+    ]

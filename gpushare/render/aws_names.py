@@ -24,6 +24,10 @@ def system_node_role_name(cluster_name: str) -> str:
     return f"{cluster_name}-system-node"
 
 
+def ebs_csi_role_name(cluster_name: str) -> str:
+    return f"{cluster_name}-ebs-csi"
+
+
 def interruption_queue_name(cluster_name: str) -> str:
     return f"{cluster_name}-karpenter"
 
@@ -45,6 +49,7 @@ def physical_names(cluster_name: str, events: list[str]) -> dict[str, list[str]]
             node_role_name(cluster_name),
             controller_role_name(cluster_name),
             system_node_role_name(cluster_name),
+            ebs_csi_role_name(cluster_name),
         ],
         "queue": [interruption_queue_name(cluster_name)],
         "rule": [interruption_rule_name(cluster_name, event) for event in events],

@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 # Managed policies: system nodes need no SSM access; Karpenter's GPU nodes get it for debugging.
+# AWS managed policy for the EBS CSI driver's controller (under the service-role/ path).
+EBS_CSI_DRIVER_POLICY = "service-role/AmazonEBSCSIDriverPolicy"
 SYSTEM_NODE_POLICIES = ("AmazonEKSWorkerNodePolicy", "AmazonEKS_CNI_Policy", "AmazonEC2ContainerRegistryPullOnly")
 NODE_ROLE_POLICIES = (
     "AmazonEKSWorkerNodePolicy",
