@@ -154,6 +154,25 @@ class Cluster(pulumi.ComponentResource):
             opts=child,
         )
         group = cluster.system_node_group
+        # IMDSv2 with hop limit 1: pods (one network hop further) cannot read the node role's credentials;
+        # the controllers get theirs through Pod Identity. The root volume moves here with it (EKS refuses a
+        # node group diskSize together with a launch template).
+        system_template = aws.ec2.LaunchTemplate(
+            f"{cluster.name}-system",
+            metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
+                http_endpoint="enabled", http_tokens="required", http_put_response_hop_limit=1
+            ),
+            block_device_mappings=[
+                aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
+                    device_name="/dev/xvda",
+                    ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
+                        volume_size=group.disk_size_gib, volume_type="gp3", encrypted="true"
+                    ),
+                )
+            ],
+            tags=cluster.tags,
+            opts=child,
+        )
         self.system_nodes = eks.ManagedNodeGroup(
             f"{cluster.name}-system",
             cluster=self.eks_cluster,
@@ -161,7 +180,9 @@ class Cluster(pulumi.ComponentResource):
             subnet_ids=private_subnet_ids,
             capacity_type="ON_DEMAND",
             instance_types=list(group.instance_types),
-            disk_size=group.disk_size_gib,
+            launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
+                id=system_template.id, version=system_template.latest_version.apply(str)
+            ),
             scaling_config=aws.eks.NodeGroupScalingConfigArgs(
                 min_size=group.min_size, desired_size=group.desired_size, max_size=group.max_size
             ),

@@ -223,3 +223,10 @@ def test_prometheus_volume_gets_the_ebs_csi_driver(plans):
     assert not [
         a for a in by_type(plans["dev"], "aws:eks/addon:Addon") if a["inputs"]["addonName"] == "aws-ebs-csi-driver"
     ]
+
+
+def test_system_nodes_keep_pods_away_from_the_node_role(plans):
+    [template] = by_type(plans["dev"], "aws:ec2/launchTemplate:LaunchTemplate")
+    metadata = template["inputs"]["metadataOptions"]
+    assert (metadata["httpTokens"], metadata["httpPutResponseHopLimit"]) == ("required", 1)
+    assert template["inputs"]["blockDeviceMappings"][0]["ebs"]["volumeSize"] == 50
