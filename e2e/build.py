@@ -55,6 +55,7 @@ BINARIES: tuple[Binary, ...] = (
     Binary("karpenter-kwok", "karpenter", "sigs.k8s.io/karpenter/kwok"),
     Binary("kwok-crds", "karpenter", "./crds"),
     Binary("aws-crds", "awscrds", "."),
+    Binary("prometheus", "prometheus", "github.com/prometheus/prometheus/cmd/prometheus"),
 )
 
 

@@ -26,6 +26,10 @@ DEVIATIONS = (
     "Karpenter core runs at v1.15.0 (the proxy refuses sigs.k8s.io/karpenter v1.15.1); the CRDs are "
     "karpenter-provider-aws v1.15.1's.",
     "consolidateAfter is shortened to 15s so consolidation is observable within a run.",
+    "Prometheus runs without the Prometheus operator: the stack's Karpenter ServiceMonitor becomes a static scrape "
+    "of Karpenter's metrics port, and the stack's PrometheusRule groups are loaded as a rules file, rendered with "
+    "nodeClaimNotInitializedMinutes: 1 so the alert can fire within a run. HAMi's scheduler is not scraped (it "
+    "does not run, see above).",
 )
 
 
@@ -35,6 +39,7 @@ UPSTREAM_MODULES = (
     "sigs.k8s.io/karpenter",
     "sigs.k8s.io/kwok",
     "github.com/aws/karpenter-provider-aws",
+    "github.com/prometheus/prometheus",
 )
 
 

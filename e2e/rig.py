@@ -27,6 +27,9 @@ ETCD_PEER_PORT = 2380
 # has zeroed the node's extended resources, as a real kubelet registers them 0 until device plugins report.
 KUBELET_STARTED = ("rig.gpushare.io/kubelet", "started")
 SERVICE_CIDR = "10.96.0.0/16"
+PROMETHEUS_PORT = 9090
+# Karpenter's default --metrics-port, which its chart's Service exposes as `http-metrics`.
+KARPENTER_METRICS_PORT = 8080
 
 
 def wait_for(what: str, condition: Callable[[], bool], timeout_s: float, interval_s: float = 0.5) -> float:
@@ -182,6 +185,17 @@ class Rig:
                 "SYSTEM_NAMESPACE": "kube-system",
                 "INSTANCE_TYPES_FILE_PATH": str(instance_types),
             },
+        )
+
+    def start_prometheus(self, config: Path) -> None:
+        self._start(
+            "prometheus",
+            [
+                self.binary("prometheus"),
+                f"--config.file={config}",
+                f"--storage.tsdb.path={self.work_dir / 'prometheus'}",
+                f"--web.listen-address=127.0.0.1:{PROMETHEUS_PORT}",
+            ],
         )
 
     def stop_process(self, name: str) -> None:

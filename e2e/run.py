@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 
-from e2e import report
+from e2e import prometheus, report
 from e2e.device_plugins import HamiDeviceConfig
 from e2e.errors import RigError
 from e2e.instance_types import kwok_instance_types
@@ -101,12 +101,18 @@ def run(args: argparse.Namespace) -> int:
         for name in [n for n in BEFORE_STACK if n in selected]:
             results.append(_run_one(name, ctx))
         if any(name not in BEFORE_STACK for name in selected):
-            print("e2e: starting KWOK and Karpenter (kwok provider, NodeOverlay on)", file=sys.stderr, flush=True)
+            print(
+                "e2e: starting KWOK, Karpenter (kwok provider, NodeOverlay on) and Prometheus",
+                file=sys.stderr,
+                flush=True,
+            )
             install_running_stack(ctx, RUNNING_STACK)
             instance_types = work / "instance-types.json"
             instance_types.write_text(json.dumps(kwok_instance_types(catalog), indent=1))
             rig.start_kwok()
             rig.start_karpenter(instance_types)
+            rig.start_prometheus(prometheus.write_config(work))
+            wait_for("Prometheus scraping Karpenter", prometheus.scraping_karpenter, 90, interval_s=1)
             agent.start()
             for name in [n for n in selected if n not in BEFORE_STACK]:
                 results.append(_run_one(name, ctx))

@@ -11,9 +11,11 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from e2e import prometheus
 from e2e.api import Api
 from e2e.device_plugins import HamiDeviceConfig
 from e2e.errors import RigError
@@ -27,6 +29,9 @@ from gpushare.catalog import Catalog
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 SCALE_TIMEOUT_S = 180
 MONITORING_GROUP = "monitoring.coreos.com"
+# The rig renders the NodeClaim alert with nodeClaimNotInitializedMinutes: 1; rules are evaluated every 5 s.
+ALERT_THRESHOLD_S = 60
+ALERT_MARGIN_S = 15
 
 
 class ScenarioFailure(Exception):
@@ -218,23 +223,38 @@ def seed_scale_up(ctx: Context, stack: str, team: str) -> Result:
     wrong = {key: used.get(key) for key, value in expected.items() if used.get(key) != value}
     if wrong:
         raise ScenarioFailure(f"ResourceQuota {team} used {wrong}, expected {expected}")
+    # Healthy nodes must not trip the NodeClaim alert: hold them past its (rig) threshold, then look.
+    silent_s = _hold_past_alert_threshold(claims)
+    if prometheus.alerts(prometheus.NOT_INITIALIZED_ALERT):
+        raise ScenarioFailure(f"{prometheus.NOT_INITIALIZED_ALERT} fired for initialized NodeClaims")
     figures = {
         "pool": pool,
         "seconds_to_running": round(seconds, 1),
         "nodes_by_type": by_type,
         "usd_per_hour": _usd_per_hour(ctx, by_type),
         "quota_used": {key: used[key] for key in expected},
+        "alert_silent_for_s": silent_s,
     }
     consolidated = _remove_and_wait_empty(ctx, deployment)
     figures["seconds_to_consolidated"] = round(consolidated, 1)
     return Result(
         "seed-scale-up",
         True,
-        f"3 pods Running in {seconds:.0f} s on {by_type} (${figures['usd_per_hour']}/h), quota counts them; "
-        f"consolidated {consolidated:.0f} s after scale-down",
+        f"3 pods Running in {seconds:.0f} s on {by_type} (${figures['usd_per_hour']}/h), quota counts them, "
+        f"{prometheus.NOT_INITIALIZED_ALERT} silent; consolidated {consolidated:.0f} s after scale-down",
         figures,
         ["consolidateAfter shortened to the rig's value for observability (the stack says otherwise)"],
     )
+
+
+def _hold_past_alert_threshold(claims: list[dict[str, Any]]) -> int:
+    """Sleep until the oldest claim is older than the rig's one-minute alert threshold plus two evaluations."""
+    created = min(
+        datetime.fromisoformat(claim["metadata"]["creationTimestamp"].replace("Z", "+00:00")) for claim in claims
+    )
+    remaining = ALERT_THRESHOLD_S + ALERT_MARGIN_S - (datetime.now(UTC) - created).total_seconds()
+    time.sleep(max(0.0, remaining))
+    return int((datetime.now(UTC) - created).total_seconds())
 
 
 def several_nodes(ctx: Context, stack: str, team: str, replicas: int) -> Result:
@@ -334,6 +354,15 @@ def resource_not_registered(ctx: Context, stack: str, team: str) -> Result:
         seconds = _wait("a NodeClaim Initialized=Unknown, reason ResourceNotRegistered", stuck)
         [claim] = _nodeclaims(ctx)
         condition = _condition(claim, "Initialized")
+        name = claim["metadata"]["name"]
+
+        def firing() -> bool:
+            return any(
+                a["state"] == "firing" and a["labels"].get("name") == name
+                for a in prometheus.alerts(prometheus.NOT_INITIALIZED_ALERT)
+            )
+
+        alert_s = seconds + _wait(f"{prometheus.NOT_INITIALIZED_ALERT} firing for {name}", firing)
         ctx.kubectl.delete([deployment])
         # Empty now: a consolidatable node would go within consolidateAfter; an uninitialized one must stay.
         hold_s = 45
@@ -348,9 +377,15 @@ def resource_not_registered(ctx: Context, stack: str, team: str) -> Result:
     return Result(
         "resource-not-registered",
         True,
-        f"Initialized={condition['status']} ({condition['reason']}) after {seconds:.0f} s, still there {hold_s} s "
-        f"after its pods left; consolidated {gone:.0f} s after the plugin ran",
-        {"seconds_to_condition": round(seconds, 1), "held_s": hold_s, "message": condition.get("message", "")},
+        f"Initialized={condition['status']} ({condition['reason']}) after {seconds:.0f} s, "
+        f"{prometheus.NOT_INITIALIZED_ALERT} firing after {alert_s:.0f} s, still there {hold_s} s after its pods "
+        f"left; consolidated {gone:.0f} s after the plugin ran",
+        {
+            "seconds_to_condition": round(seconds, 1),
+            "seconds_to_alert": round(alert_s, 1),
+            "held_s": hold_s,
+            "message": condition.get("message", ""),
+        },
     )
 
 

@@ -39,10 +39,12 @@ class Plan:
         return [obj for obj in self.objects if obj["kind"] == kind]
 
 
-def write_plan(stack: str, out: Path) -> Path:
-    """Run the offline plan of Pulumi.<stack>.yaml (exit 0, or 1 for policy findings, still written)."""
+def write_plan(stack: str, out: Path, stack_file: Path | None = None) -> Path:
+    """Run the offline plan of Pulumi.<stack>.yaml, or of `stack_file` (exit 0, or 1 for policy findings,
+    still written)."""
+    config = stack_file or ROOT / f"Pulumi.{stack}.yaml"
     result = subprocess.run(
-        [sys.executable, "-m", "tools.plan", "--config", f"Pulumi.{stack}.yaml", "--out", str(out)],
+        [sys.executable, "-m", "tools.plan", "--config", str(config), "--out", str(out)],
         cwd=ROOT,
         capture_output=True,
         text=True,
