@@ -252,7 +252,7 @@ CASES = {
     "scheduler minor mismatch": (
         "hami-values-match-chart-version",
         lambda r: _set(release(r, "hami"), ["values", "scheduler", "kubeScheduler", "image", "tag"], "v1.33.2"),
-        ['image.tag is "v1.33.2"', "Kubernetes 1.34", "set it to v1.34.0"],
+        ['image.tag is "v1.33.2"', "Kubernetes 1.36", "set it to v1.36.0"],
     ),
     "unknown hami chart": (
         "hami-values-match-chart-version",

@@ -58,9 +58,23 @@ def node_pool(config: StackConfig, pool: PoolConfig) -> dict[str, Any]:
             "disruption": {
                 "consolidationPolicy": disruption.consolidation_policy,
                 "consolidateAfter": disruption.consolidate_after,
+                **({"budgets": disruption_budgets(pool)} if disruption.budgets else {}),
             },
         },
     }
+
+
+def disruption_budgets(pool: PoolConfig) -> list[dict[str, Any]]:
+    """NodePool spec.disruption.budgets: only the fields a budget sets (Karpenter defaults the rest)."""
+    budgets = []
+    for budget in pool.disruption.budgets:
+        rendered: dict[str, Any] = {"nodes": budget.nodes}
+        if budget.schedule is not None:
+            rendered |= {"schedule": budget.schedule, "duration": budget.duration}
+        if budget.reasons:
+            rendered["reasons"] = list(budget.reasons)
+        budgets.append(rendered)
+    return budgets
 
 
 def overlay_name(pool: PoolConfig, instance_type: str) -> str:
