@@ -7,7 +7,7 @@ CONFIG ?= Pulumi.$(STACK).yaml
 POLICY_CONFIG ?=
 POLICY_FLAG = $(if $(POLICY_CONFIG),--policy-config $(POLICY_CONFIG))
 
-.PHONY: test lint plan check golden bench rules-test clean
+.PHONY: test lint plan check golden bench rules-test admission-test clean
 
 $(VENV)/.installed: requirements.txt
 	python3 -m venv $(VENV)
@@ -36,6 +36,9 @@ bench: $(VENV)/.installed ## print how long rendering, planning and checking tak
 
 rules-test: $(VENV)/.installed ## promtool check/test the GPU alerts, parse every dashboard query (needs Go)
 	$(PY) -m tools.rules_test
+
+admission-test: $(VENV)/.installed ## run the team admission policies on sample pods with kube-apiserver's CEL code (needs Go)
+	$(PY) -m tools.admission_test
 
 clean:
 	rm -rf build

@@ -92,9 +92,10 @@ def test_spot_only_batch_team_gets_spot_node_selector_on_gpu_pods(dev_raw):
     policy = _by_name(tenancy.team_objects(config, config.teams[0]))[
         ("MutatingAdmissionPolicy", "gpushare-ml-research-spot")
     ]["spec"]
+    [mutation] = policy["mutations"]
+    assert mutation["patchType"] == "JSONPatch", "nodeSelector is atomic: ApplyConfiguration may not change it"
     assert (
-        "nodeSelector: {'karpenter.sh/capacity-type': 'spot'}"
-        in policy["mutations"][0]["applyConfiguration"]["expression"]
+        "path: '/spec/nodeSelector/karpenter.sh~1capacity-type', value: 'spot'" in mutation["jsonPatch"]["expression"]
     )
     assert [c["name"] for c in policy["matchConditions"]] == ["asks-gpu"]
 
@@ -197,3 +198,24 @@ def test_mixed_gpu_count_advisory(dev, prod):
     single["gpushare:pools"][0]["instanceTypes"] = ["g5.xlarge", "g5.2xlarge"]
     single["gpushare:pools"][1]["instanceTypes"] = ["g4dn.xlarge"]
     assert mixed_gpu_count_problems(load_stack_config(single)) == []
+
+
+def test_plan_declares_admission_policies_after_namespace_and_priority_classes(plans):
+    """Typed resources (so a real `pulumi up` creates them), each team policy waiting for its namespace and
+    the PriorityClasses it names, all parented to the Tenancy component."""
+    plan = plans["dev"]
+    resources = plan["resources"]
+    [tenancy_urn] = [r["urn"] for r in resources if r["type"] == "gpushare:index:Tenancy"]
+    classes = {r["urn"] for r in resources if r["type"] == "kubernetes:scheduling.k8s.io/v1:PriorityClass"}
+    assert len(classes) == 3
+    priority = next(r for r in resources if r["name"] == "mutatingadmissionpolicy-gpushare-inference-priority")
+    assert priority["type"] == "kubernetes:admissionregistration.k8s.io/v1:MutatingAdmissionPolicy"
+    assert priority["parent"] == tenancy_urn
+    assert classes <= set(priority["dependencies"])
+    namespace = next(r["urn"] for r in resources if r["name"] == "namespace-inference")
+    assert namespace in priority["dependencies"]
+    pc = next(r for r in resources if r["urn"] in classes and r["name"] == "priorityclass-gpushare-batch")
+    assert pc["inputs"]["value"] == 10000 and pc["inputs"]["preemptionPolicy"] == "Never"
+    tokens = {r["type"] for r in resources}
+    for kind in ("MutatingAdmissionPolicyBinding", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"):
+        assert f"kubernetes:admissionregistration.k8s.io/v1:{kind}" in tokens

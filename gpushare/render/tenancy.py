@@ -130,8 +130,15 @@ def _lacks_annotation(key: str) -> str:
     return f"!has(object.metadata.annotations) || !('{key}' in object.metadata.annotations)"
 
 
-def _mutating_policy(team: TeamConfig, purpose: str, conditions: dict[str, str], apply: str) -> list[dict[str, Any]]:
-    """A policy that applies `apply` (an ApplyConfiguration CEL expression) to matching pods, and its binding.
+def _apply(expression: str) -> dict[str, Any]:
+    """An ApplyConfiguration mutation: merged like server-side apply, so it may set scalars and granular maps."""
+    return {"patchType": "ApplyConfiguration", "applyConfiguration": {"expression": expression}}
+
+
+def _mutating_policy(
+    team: TeamConfig, purpose: str, conditions: dict[str, str], mutation: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """A policy that applies `mutation` to matching pods, and its binding.
 
     Fails open (failurePolicy Ignore): a broken policy must not stop a team's pods. No reinvocation: nothing
     the policy sets is something a later plugin would make it change.
@@ -147,7 +154,7 @@ def _mutating_policy(team: TeamConfig, purpose: str, conditions: dict[str, str],
                 "reinvocationPolicy": "Never",
                 "matchConstraints": _pod_creates(team),
                 "matchConditions": [{"name": key, "expression": value} for key, value in conditions.items()],
-                "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression": apply}}],
+                "mutations": [mutation],
             },
         },
         {
@@ -174,25 +181,36 @@ def mutating_policies(config: StackConfig, team: TeamConfig) -> list[dict[str, A
                 team,
                 purpose,
                 {"asks-hami": asks_hami(), "no-own-policy": _lacks_annotation(key)},
-                f"Object{{metadata: Object.metadata{{annotations: {{'{key}': '{value}'}}}}}}",
+                _apply(f"Object{{metadata: Object.metadata{{annotations: {{'{key}': '{value}'}}}}}}"),
             )
     value, preemption = PRIORITIES[team.priority]
     objects += _mutating_policy(
         team,
         "priority",
         {"no-own-class": "!has(object.spec.priorityClassName) || object.spec.priorityClassName == ''"},
-        f"Object{{spec: Object.spec{{priorityClassName: '{priority_class_name(team.priority)}', "
-        f"priority: {value}, preemptionPolicy: '{preemption}'}}}}",
+        _apply(
+            f"Object{{spec: Object.spec{{priorityClassName: '{priority_class_name(team.priority)}', "
+            f"priority: {value}, preemptionPolicy: '{preemption}'}}}}"
+        ),
     )
     if team.spot_only:
-        # nodeSelector, not affinity: SSA merges the map key by key, whereas nodeSelectorTerms is an atomic list
-        # that would replace the pod's own affinity.
+        # A JSON patch: the Pod schema marks nodeSelector an atomic map, which an ApplyConfiguration may not
+        # change (the API server refuses it); a node affinity term would replace the pod's own affinity.
+        key = names.CAPACITY_TYPE_LABEL.replace("~", "~0").replace("/", "~1")
+        spot = names.CAPACITY_TYPE_SPOT
         objects += _mutating_policy(
             team,
             "spot",
             {"asks-gpu": asks_hami()},
-            f"Object{{spec: Object.spec{{nodeSelector: "
-            f"{{'{names.CAPACITY_TYPE_LABEL}': '{names.CAPACITY_TYPE_SPOT}'}}}}}}",
+            {
+                "patchType": "JSONPatch",
+                "jsonPatch": {
+                    "expression": "has(object.spec.nodeSelector) ? "
+                    f"[JSONPatch{{op: 'add', path: '/spec/nodeSelector/{key}', value: '{spot}'}}] : "
+                    f"[JSONPatch{{op: 'add', path: '/spec/nodeSelector', value: {{'{names.CAPACITY_TYPE_LABEL}': "
+                    f"'{spot}'}}}}]"
+                },
+            },
         )
     return objects
 
