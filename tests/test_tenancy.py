@@ -67,6 +67,7 @@ def test_priority_sets_class_value_and_preemption_together(dev):
             ("MutatingAdmissionPolicy", f"gpushare-{team.name}-priority")
         ]["spec"]
         expression = policy["mutations"][0]["applyConfiguration"]["expression"]
+        assert [c["name"] for c in policy["matchConditions"]] == ["asks-gpu", "no-own-class"]
         chosen = classes[f"gpushare-{team.priority}"]
         assert f"priorityClassName: '{chosen['metadata']['name']}'" in expression
         assert f"priority: {chosen['value']}" in expression

@@ -95,9 +95,8 @@ def main() -> int:
         "priority": 1_000_000,
         "preemptionPolicy": "PreemptLowerPriority",
     }
-    for label, result in (("HAMi pod", bare), ("CPU pod", cpu)):
-        spec = result["pod"]["spec"]
-        check(f"{label} priority", {k: spec.get(k) for k in critical}, critical, failures)
+    check("GPU pod priority", {k: bare["pod"]["spec"].get(k) for k in critical}, critical, failures)
+    check("CPU pod keeps priority 0", cpu["pod"]["spec"].get("priorityClassName"), None, failures)
     check("own class wins", classed["pod"]["spec"]["priorityClassName"], "system-node-critical", failures)
     check("fitting pods admitted", [r["denied"] for r in (bare, annotated, cpu, percent)], [[], [], [], []], failures)
     check(

@@ -167,8 +167,11 @@ def _mutating_policy(
 
 
 def mutating_policies(config: StackConfig, team: TeamConfig) -> list[dict[str, Any]]:
-    """Scheduler policy (GPU pods without their own annotation), priority (pods without their own class) and
-    spot (GPU pods of spot-only teams), each a policy + binding; none where the cluster lacks the GA API."""
+    """Scheduler policy (GPU pods without their own annotation), priority (GPU pods without their own class)
+    and spot (GPU pods of spot-only teams), each a policy + binding; none where the cluster lacks the GA API.
+
+    Only GPU pods get a tier: they alone reach the tainted GPU nodes, where tiers are meant to compete; a
+    team's CPU pods raised above 0 could preempt controllers on the system nodes."""
     if not compat.has_mutating_admission_policy(config.cluster.kubernetes_version):
         return []
     objects: list[dict[str, Any]] = []
@@ -187,7 +190,10 @@ def mutating_policies(config: StackConfig, team: TeamConfig) -> list[dict[str, A
     objects += _mutating_policy(
         team,
         "priority",
-        {"no-own-class": "!has(object.spec.priorityClassName) || object.spec.priorityClassName == ''"},
+        {
+            "asks-gpu": asks_hami(),
+            "no-own-class": "!has(object.spec.priorityClassName) || object.spec.priorityClassName == ''",
+        },
         _apply(
             f"Object{{spec: Object.spec{{priorityClassName: '{priority_class_name(team.priority)}', "
             f"priority: {value}, preemptionPolicy: '{preemption}'}}}}"
