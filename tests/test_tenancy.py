@@ -11,6 +11,7 @@ from gpushare.render import tenancy
 from gpushare.render.tenancy_checks import (
     admission_scope_problems,
     mixed_gpu_count_problems,
+    per_gpu_limit_problems,
     scheduler_policy_problems,
 )
 from tests.conftest import raw_stack
@@ -220,3 +221,23 @@ def test_plan_declares_admission_policies_after_namespace_and_priority_classes(p
     tokens = {r["type"] for r in resources}
     for kind in ("MutatingAdmissionPolicyBinding", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"):
         assert f"kubernetes:admissionregistration.k8s.io/v1:{kind}" in tokens
+
+
+def test_per_gpu_limit_check_finds_missing_and_loosened_policies(dev):
+    objects = _team_objects(dev)
+    assert per_gpu_limit_problems(dev, objects) == []
+    loose = next(
+        o for o in objects if o["metadata"]["name"] == "gpushare-inference-per-gpu-limit" and "validations" in o["spec"]
+    )
+    loose["spec"]["validations"] = loose["spec"]["validations"][1:]
+    unbound = [
+        o
+        for o in objects
+        if o["metadata"]["name"] != "gpushare-ml-research-per-gpu-limit"
+        or o["kind"] != "ValidatingAdmissionPolicyBinding"
+    ]
+    assert per_gpu_limit_problems(dev, unbound) == [
+        "team ml-research: no ValidatingAdmissionPolicyBinding gpushare-ml-research-per-gpu-limit",
+        "ValidatingAdmissionPolicy gpushare-inference-per-gpu-limit: differs from the per-GPU limits of pools "
+        "g4dn-shared",
+    ]

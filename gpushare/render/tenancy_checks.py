@@ -9,7 +9,7 @@ from typing import Any
 
 from gpushare import names
 from gpushare.config import StackConfig
-from gpushare.render.tenancy import GPU_POLICY_ANNOTATION, NODE_POLICY_ANNOTATION
+from gpushare.render.tenancy import GPU_POLICY_ANNOTATION, NODE_POLICY_ANNOTATION, per_gpu_limit_policy
 
 POLICY_BINDINGS = {
     "MutatingAdmissionPolicy": "MutatingAdmissionPolicyBinding",
@@ -63,6 +63,23 @@ def scheduler_policy_problems(objects: list[dict[str, Any]]) -> list[str]:
                 problems.append(
                     f"Namespace {team}: scheduler policy {annotations[recorded]} is not applied to its pods "
                     f"(no MutatingAdmissionPolicy for namespace {team} sets {hami_key})"
+                )
+    return problems
+
+
+def per_gpu_limit_problems(config: StackConfig, objects: list[dict[str, Any]]) -> list[str]:
+    """Every team with a HAMi pool has its per-GPU limit policy, bound, refusing exactly above one GPU."""
+    problems = []
+    present = {(o["kind"], o["metadata"]["name"]): o for o in objects}
+    for team in config.teams:
+        for wanted in per_gpu_limit_policy(config, team):
+            found = present.get((wanted["kind"], wanted["metadata"]["name"]))
+            if found is None:
+                problems.append(f"team {team.name}: no {wanted['kind']} {wanted['metadata']['name']}")
+            elif found["spec"] != wanted["spec"]:
+                problems.append(
+                    f"{wanted['kind']} {wanted['metadata']['name']}: differs from the per-GPU limits of pools "
+                    f"{', '.join(team.pools)}"
                 )
     return problems
 
