@@ -20,9 +20,14 @@ _TYPED: dict[str, Callable[..., pulumi.CustomResource]] = {
     "ClusterRole": k8s.rbac.v1.ClusterRole,
     "ClusterRoleBinding": k8s.rbac.v1.ClusterRoleBinding,
     "DaemonSet": k8s.apps.v1.DaemonSet,
+    "PriorityClass": k8s.scheduling.v1.PriorityClass,
+    "MutatingAdmissionPolicy": k8s.admissionregistration.v1.MutatingAdmissionPolicy,
+    "MutatingAdmissionPolicyBinding": k8s.admissionregistration.v1.MutatingAdmissionPolicyBinding,
+    "ValidatingAdmissionPolicy": k8s.admissionregistration.v1.ValidatingAdmissionPolicy,
+    "ValidatingAdmissionPolicyBinding": k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding,
 }
 # Top-level fields whose Python argument name differs from the Kubernetes field name.
-_PYTHON_ARG = {"roleRef": "role_ref"}
+_PYTHON_ARG = {"roleRef": "role_ref", "globalDefault": "global_default", "preemptionPolicy": "preemption_policy"}
 
 
 def declare(obj: dict[str, Any], opts: pulumi.ResourceOptions) -> pulumi.CustomResource:

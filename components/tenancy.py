@@ -1,4 +1,5 @@
-"""Tenancy: per team a namespace with GPU quota and defaults, and optional namespace-scoped API access."""
+"""Tenancy: the priority tiers, per team a namespace with GPU quota, defaults and admission policies, and optional
+namespace-scoped API access."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from components.cluster import Cluster
 from components.kube import declare_all
 from gpushare.config import StackConfig
 from gpushare.render import iam
-from gpushare.render.tenancy import team_objects
+from gpushare.render.tenancy import priority_classes, team_objects
 
 # The managed EKS access policy that grants edit rights, scoped below to the team's namespace only.
 TEAM_ACCESS_POLICY = "AmazonEKSEditPolicy"
@@ -26,9 +27,11 @@ class Tenancy(pulumi.ComponentResource):
     ) -> None:
         super().__init__("gpushare:index:Tenancy", name, None, opts)
         after_cluster = pulumi.ResourceOptions(parent=self, depends_on=[cluster.eks_cluster])
+        classes = declare_all(priority_classes(), self, cluster.provider)
         for team in config.teams:
             namespace, *owned = team_objects(config, team)
-            declare_all(owned, self, cluster.provider, declare_all([namespace], self, cluster.provider))
+            # The team's priority policy names a class: create the classes before anything can use them.
+            declare_all(owned, self, cluster.provider, [*declare_all([namespace], self, cluster.provider), *classes])
             if team.namespace_access_role_arn is None:
                 continue
             entry = aws.eks.AccessEntry(

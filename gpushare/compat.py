@@ -22,6 +22,10 @@ MOCK_IMAGE_REPOSITORY: Final = "docker.io/projecthami/mock-device-plugin"
 # Karpenter: NodeOverlay exists from 1.7.0, behind the NodeOverlay gate (karpenter.sh/docs/concepts/nodeoverlays).
 KARPENTER_MIN_OVERLAY_VERSION: Final = (1, 7, 0)
 
+# MutatingAdmissionPolicy is GA (admissionregistration.k8s.io/v1, on by default) from Kubernetes 1.36
+# (KEP-3962 kep.yaml: alpha 1.32, beta 1.34 behind a gate EKS cannot set, stable 1.36).
+MUTATING_ADMISSION_POLICY_GA: Final = (1, 36)
+
 # The mock plugin advertises one fake device per unit; above this many units of one resource on one node
 # the kubelet's 4 MiB gRPC message limit is exceeded and the resource shows 0 (mock PR #27).
 MOCK_MAX_UNITS_PER_RESOURCE: Final = 123_011
@@ -34,6 +38,12 @@ def parse_version(text: str) -> tuple[int, int, int]:
         raise ValueError(f"{text!r} is not a version like 1.14.1")
     major, minor, patch = (int(p) for p in parts)
     return major, minor, patch
+
+
+def has_mutating_admission_policy(kubernetes_version: str) -> bool:
+    """Whether a cluster of `1.NN` serves admissionregistration.k8s.io/v1 MutatingAdmissionPolicy."""
+    major, minor = (int(part) for part in kubernetes_version.split("."))
+    return (major, minor) >= MUTATING_ADMISSION_POLICY_GA
 
 
 def hami_node_selector_key(chart_version: str) -> str:

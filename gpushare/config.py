@@ -24,6 +24,13 @@ PROJECT = "gpushare"
 DNS_LABEL = r"^[a-z]([-a-z0-9]{0,30}[a-z0-9])?$"
 DURATION = r"^([0-9]+(s|m|h))+$"
 SchedulerPolicy = Literal["binpack", "spread"]
+Priority = Literal["critical", "standard", "batch"]
+# Karpenter v1 NodePool CRD (karpenter.sh_nodepools.yaml, spec.disruption.budgets): our own patterns for the
+# rules it states. Budget nodes: a count or a percentage up to 100%. Duration: hours and/or minutes only (cron
+# has no seconds), with the `0s` Go's Duration.String() appends. Schedule: a cron macro or five fields.
+BUDGET_NODES = r"^((100|[0-9]{1,2})%|[0-9]+)$"
+BUDGET_DURATION = r"^(([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?$"
+BUDGET_SCHEDULE = r"^(@(annually|yearly|monthly|weekly|daily|midnight|hourly)|\S+( +\S+){4})$"
 
 
 class _Model(BaseModel):
@@ -381,6 +388,44 @@ class NvidiaDevicePluginConfig(_Model):
     )
 
 
+class DisruptionBudgetConfig(_Model):
+    """At most `nodes` of the pool's nodes disrupted at once, while the window `schedule`+`duration` is open."""
+
+    nodes: str = Field(
+        pattern=BUDGET_NODES, description="How many nodes may be disrupted at once: a count (0 blocks) or `10%`"
+    )
+    schedule: str | None = Field(
+        default=None,
+        pattern=BUDGET_SCHEDULE,
+        description="Cron schedule (UTC, five fields or @daily...) opening the window; needs `duration`",
+    )
+    duration: str | None = Field(
+        default=None, pattern=BUDGET_DURATION, description="How long the window stays open (`8h`, `90m`, `1h30m`)"
+    )
+    reasons: tuple[Literal["Underutilized", "Empty", "Drifted"], ...] = Field(
+        default=(), max_length=3, description="Disruption reasons the budget limits; all when empty"
+    )
+
+    @field_validator("nodes", mode="before")
+    @classmethod
+    def _count_as_text(cls, value: Any) -> Any:
+        """YAML reads `nodes: 0` as an int; the NodePool field is a string."""
+        return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+    @field_validator("reasons")
+    @classmethod
+    def _unique_reasons(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if len(set(value)) != len(value):
+            raise ValueError(f"lists a reason twice ({', '.join(value)})")
+        return value
+
+    @model_validator(mode="after")
+    def _window(self) -> DisruptionBudgetConfig:
+        if (self.schedule is None) != (self.duration is None):
+            raise ValueError("schedule and duration must be set together (Karpenter refuses one without the other)")
+        return self
+
+
 class DisruptionConfig(_Model):
     """When Karpenter may remove the pool's nodes (NodePool spec.disruption and expireAfter)."""
 
@@ -407,6 +452,11 @@ class DisruptionConfig(_Model):
         pattern=DURATION,
         description="How long a draining node waits for its pods (and their PodDisruptionBudgets) before "
         "Karpenter terminates it; pulumi destroy waits this plus 15m for the NodePool",
+    )
+    budgets: tuple[DisruptionBudgetConfig, ...] = Field(
+        default=(),
+        max_length=50,
+        description="NodePool disruption budgets (Karpenter's default when empty: 10% of nodes at a time)",
     )
 
 
@@ -467,7 +517,16 @@ class TeamConfig(_Model):
     scheduler_policy: SchedulerPolicyConfig | None = Field(
         default=None,
         alias="schedulerPolicy",
-        description="Team default recorded on its namespace for the team's tooling to copy onto pods",
+        description="HAMi node/GPU policy admission copies onto the team's GPU pods (needs Kubernetes 1.36)",
+    )
+    priority: Priority = Field(
+        default="standard",
+        description="PriorityClass admission gives the team's pods: critical preempts standard preempts batch",
+    )
+    spot_only: bool = Field(
+        default=False,
+        alias="spotOnly",
+        description="batch teams: admission pins the team's GPU pods to spot capacity (every pool must offer spot)",
     )
 
     @field_validator("name")
@@ -654,6 +713,7 @@ def check_references(config: StackConfig, catalog: Catalog) -> None:
                 )
         used.update(team.pools)
         _check_quota(config, i, team)
+        _check_admission(config, i, team)
     for i, pool in enumerate(config.pools):
         if pool.name not in used:
             raise ConfigError(f"{PROJECT}:pools[{i}].name", f"no team lists pool {pool.name!r}: it could never be used")
@@ -686,6 +746,36 @@ def _check_pool(config: StackConfig, catalog: Catalog, index: int, pool: PoolCon
                 f"{key}.maxGpus",
                 f"{pool.max_gpus} is below the {itype.gpu_count} GPUs of {type_name}, so the NodePool limit "
                 f"could never admit one node of it; allowed: {itype.gpu_count} or more",
+            )
+
+
+def _check_admission(config: StackConfig, index: int, team: TeamConfig) -> None:
+    """Team behaviour applied by MutatingAdmissionPolicy needs its GA API; spot-only needs spot pools."""
+    key = f"{PROJECT}:teams[{index}]"
+    version = config.cluster.kubernetes_version
+    if not compat.has_mutating_admission_policy(version):
+        needs = {
+            "schedulerPolicy": team.scheduler_policy is not None,
+            "priority": team.priority != "standard",
+            "spotOnly": team.spot_only,
+        }
+        for field, used in needs.items():
+            if used:
+                raise ConfigError(
+                    f"{key}.{field}",
+                    f"is applied by a MutatingAdmissionPolicy (admissionregistration.k8s.io/v1), GA from Kubernetes "
+                    f"1.36, but gpushare:cluster.kubernetesVersion is {version}; allowed: kubernetesVersion 1.36 "
+                    f"or newer, or drop {field}",
+                )
+    if team.spot_only:
+        if team.priority != "batch":
+            raise ConfigError(f"{key}.spotOnly", f"true needs priority batch, got priority {team.priority!r}")
+        lacking = [name for name in team.pools if "spot" not in config.pool(name).capacity_types]
+        if lacking:
+            raise ConfigError(
+                f"{key}.spotOnly",
+                f"true but pools {', '.join(lacking)} offer no spot capacity; allowed: only pools whose "
+                "capacityTypes include spot",
             )
 
 

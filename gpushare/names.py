@@ -45,6 +45,16 @@ GPU_NODE_CLASS: Final = "gpu"
 TEAM_LABEL: Final = "gpushare.io/team"
 TEAM_POOLS_ANNOTATION: Final = "gpushare.io/pools"
 
+# HAMi reads binpack/spread only from these pod annotations (HAMi docs, scheduler-policy); admission copies
+# a team's policy onto its pods under them.
+HAMI_NODE_POLICY_ANNOTATION: Final = "hami.io/node-scheduler-policy"
+HAMI_GPU_POLICY_ANNOTATION: Final = "hami.io/gpu-scheduler-policy"
+# The label the API server sets on every namespace (NamespaceDefaultLabelName): admission policies match on it.
+NAMESPACE_NAME_LABEL: Final = "kubernetes.io/metadata.name"
+CAPACITY_TYPE_SPOT: Final = "spot"
+# PriorityClasses the stack creates: `gpushare-<tier>`.
+PRIORITY_CLASS_PREFIX: Final = "gpushare-"
+
 # Chart names (the last segment of an OCI reference); the policy pack finds releases by them.
 KARPENTER_CHART: Final = "karpenter"
 KARPENTER_CRD_CHART: Final = "karpenter-crd"

@@ -66,6 +66,7 @@ def node_pool(config: StackConfig, pool: PoolConfig) -> dict[str, Any]:
             "disruption": {
                 "consolidationPolicy": disruption.consolidation_policy,
                 "consolidateAfter": disruption.consolidate_after,
+                **({"budgets": disruption_budgets(pool)} if disruption.budgets else {}),
             },
         },
     }
@@ -81,6 +82,19 @@ def _seconds(duration: str) -> int:
 def node_pool_delete_timeout(pool: PoolConfig) -> str:
     """Pulumi's wait for a NodePool's deletion: its nodes' grace period plus time to launch-and-drain slack."""
     return f"{_seconds(pool.disruption.termination_grace_period) // 60 + DELETE_SLACK_MINUTES}m"
+
+
+def disruption_budgets(pool: PoolConfig) -> list[dict[str, Any]]:
+    """NodePool spec.disruption.budgets: only the fields a budget sets (Karpenter defaults the rest)."""
+    budgets = []
+    for budget in pool.disruption.budgets:
+        rendered: dict[str, Any] = {"nodes": budget.nodes}
+        if budget.schedule is not None:
+            rendered |= {"schedule": budget.schedule, "duration": budget.duration}
+        if budget.reasons:
+            rendered["reasons"] = list(budget.reasons)
+        budgets.append(rendered)
+    return budgets
 
 
 def overlay_name(pool: PoolConfig, instance_type: str) -> str:

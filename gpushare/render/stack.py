@@ -93,7 +93,7 @@ def gpu_capacity_objects(config: StackConfig) -> list[dict[str, Any]]:
 
 
 def tenancy_objects(config: StackConfig) -> list[dict[str, Any]]:
-    return [obj for team in config.teams for obj in tenancy.team_objects(config, team)]
+    return tenancy.priority_classes() + [obj for team in config.teams for obj in tenancy.team_objects(config, team)]
 
 
 def object_id(obj: dict[str, Any]) -> str:

@@ -1,20 +1,62 @@
-"""Per-team Namespace, ResourceQuota on HAMi resources and LimitRange."""
+"""Per team: Namespace, ResourceQuota on HAMi resources, LimitRange, and the admission policies that apply the
+team's scheduler policy, priority and spot restriction to its pods and refuse requests no single GPU can hold.
+
+Admission facts (Kubernetes 1.36): MutatingAdmissionPolicy is admissionregistration.k8s.io/v1 (KEP-3962,
+kubernetes.io/docs/reference/kubernetes-api/admissionregistration/mutating-admission-policy-v1/). The Priority
+plugin runs before MutatingAdmissionPolicy in kube-apiserver's plugin order (pkg/kubeapiserver/options/
+plugins.go AllOrderedPlugins: Priority sits above the policy and webhook plugins, which "must go at the end"),
+so a policy that only set priorityClassName would leave the pod at the priority already resolved (0); the
+policy therefore sets priorityClassName, priority and preemptionPolicy together, as the class defines them.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from gpushare import names
-from gpushare.config import StackConfig, TeamConfig
+from gpushare import compat, names
+from gpushare.config import PoolConfig, Priority, StackConfig, TeamConfig
 
-# HAMi reads scheduling policy only from pod annotations (hami.io/*-scheduler-policy); the team default is
-# recorded on the namespace for the team's tooling to copy onto its pods.
+ADMISSION_API = "admissionregistration.k8s.io/v1"
+# Resources a HAMi pod asks for (the names HAMi's chart values resourceName/resourceMem/... register).
+HAMI_RESOURCES = (names.GPU, names.GPU_MEMORY, names.GPU_CORES, names.GPU_MEMORY_PERCENTAGE)
+# Tier -> (value, preemptionPolicy). Values spaced tenfold, far below system-cluster-critical (2000000000).
+# batch never preempts: it is the tier others evict, and a batch job waits for capacity (Karpenter still
+# launches nodes for it) instead of evicting pods of workloads outside gpushare's tiers.
+PRIORITIES: dict[Priority, tuple[int, str]] = {
+    "critical": (1_000_000, "PreemptLowerPriority"),
+    "standard": (100_000, "PreemptLowerPriority"),
+    "batch": (10_000, "Never"),
+}
+# Every container of a pod, init containers included (both count toward what one GPU must hold).
+_CONTAINERS = "(object.spec.containers + (has(object.spec.initContainers) ? object.spec.initContainers : []))"
+
+# The team default is also recorded on the namespace, where people and tools look for it.
 NODE_POLICY_ANNOTATION = "gpushare.io/node-scheduler-policy"
 GPU_POLICY_ANNOTATION = "gpushare.io/gpu-scheduler-policy"
 
 
+def priority_class_name(tier: Priority) -> str:
+    return f"{names.PRIORITY_CLASS_PREFIX}{tier}"
+
+
+def priority_classes() -> list[dict[str, Any]]:
+    """One PriorityClass per tier; never the global default, so pods outside team namespaces keep theirs."""
+    return [
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": priority_class_name(tier)},
+            "value": value,
+            "globalDefault": False,
+            "preemptionPolicy": preemption,
+            "description": f"gpushare {tier} tier, applied to team pods by admission",
+        }
+        for tier, (value, preemption) in PRIORITIES.items()
+    ]
+
+
 def team_objects(config: StackConfig, team: TeamConfig) -> list[dict[str, Any]]:
-    """Namespace, ResourceQuota and LimitRange for one team, in apply order."""
+    """Namespace, ResourceQuota, LimitRange, then the team's admission policies, in apply order."""
     labels = {
         names.TEAM_LABEL: team.name,
         "pod-security.kubernetes.io/enforce": "baseline",
@@ -56,5 +98,188 @@ def team_objects(config: StackConfig, team: TeamConfig) -> list[dict[str, Any]]:
             # Default requests only: a `max` on an extended resource would become every container's default
             # limit, making each pod in the namespace ask for a GPU.
             "spec": {"limits": [{"type": "Container", "defaultRequest": {"cpu": "250m", "memory": "512Mi"}}]},
+        },
+        *mutating_policies(config, team),
+        *per_gpu_limit_policy(config, team),
+    ]
+
+
+def namespace_selector(team: TeamConfig) -> dict[str, Any]:
+    """Exactly the team's namespace (the API server labels every namespace with its own name)."""
+    return {"matchLabels": {names.NAMESPACE_NAME_LABEL: team.name}}
+
+
+def _pod_creates(team: TeamConfig) -> dict[str, Any]:
+    return {
+        "namespaceSelector": namespace_selector(team),
+        "resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}],
+    }
+
+
+def asks_hami(resources: tuple[str, ...] = HAMI_RESOURCES) -> str:
+    """CEL: some container requests or limits one of `resources`."""
+    listed = "[" + ", ".join(f"'{r}'" for r in resources) + "]"
+    return (
+        f"{_CONTAINERS}.exists(c, has(c.resources) && "
+        f"((has(c.resources.limits) && c.resources.limits.exists(r, r in {listed})) || "
+        f"(has(c.resources.requests) && c.resources.requests.exists(r, r in {listed}))))"
+    )
+
+
+def _lacks_annotation(key: str) -> str:
+    return f"!has(object.metadata.annotations) || !('{key}' in object.metadata.annotations)"
+
+
+def _apply(expression: str) -> dict[str, Any]:
+    """An ApplyConfiguration mutation: merged like server-side apply, so it may set scalars and granular maps."""
+    return {"patchType": "ApplyConfiguration", "applyConfiguration": {"expression": expression}}
+
+
+def _mutating_policy(
+    team: TeamConfig, purpose: str, conditions: dict[str, str], mutation: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """A policy that applies `mutation` to matching pods, and its binding.
+
+    Fails open (failurePolicy Ignore): a broken policy must not stop a team's pods. No reinvocation: nothing
+    the policy sets is something a later plugin would make it change.
+    """
+    name = f"gpushare-{team.name}-{purpose}"
+    return [
+        {
+            "apiVersion": ADMISSION_API,
+            "kind": "MutatingAdmissionPolicy",
+            "metadata": {"name": name, "labels": {names.TEAM_LABEL: team.name}},
+            "spec": {
+                "failurePolicy": "Ignore",
+                "reinvocationPolicy": "Never",
+                "matchConstraints": _pod_creates(team),
+                "matchConditions": [{"name": key, "expression": value} for key, value in conditions.items()],
+                "mutations": [mutation],
+            },
+        },
+        {
+            "apiVersion": ADMISSION_API,
+            "kind": "MutatingAdmissionPolicyBinding",
+            "metadata": {"name": name, "labels": {names.TEAM_LABEL: team.name}},
+            "spec": {"policyName": name, "matchResources": {"namespaceSelector": namespace_selector(team)}},
+        },
+    ]
+
+
+def mutating_policies(config: StackConfig, team: TeamConfig) -> list[dict[str, Any]]:
+    """Scheduler policy (GPU pods without their own annotation), priority (GPU pods without their own class)
+    and spot (GPU pods of spot-only teams), each a policy + binding; none where the cluster lacks the GA API.
+
+    Only GPU pods get a tier: they alone reach the tainted GPU nodes, where tiers are meant to compete; a
+    team's CPU pods raised above 0 could preempt controllers on the system nodes."""
+    if not compat.has_mutating_admission_policy(config.cluster.kubernetes_version):
+        return []
+    objects: list[dict[str, Any]] = []
+    if team.scheduler_policy is not None:
+        for purpose, key, value in (
+            ("node-scheduler-policy", names.HAMI_NODE_POLICY_ANNOTATION, team.scheduler_policy.node),
+            ("gpu-scheduler-policy", names.HAMI_GPU_POLICY_ANNOTATION, team.scheduler_policy.gpu),
+        ):
+            objects += _mutating_policy(
+                team,
+                purpose,
+                {"asks-hami": asks_hami(), "no-own-policy": _lacks_annotation(key)},
+                _apply(f"Object{{metadata: Object.metadata{{annotations: {{'{key}': '{value}'}}}}}}"),
+            )
+    value, preemption = PRIORITIES[team.priority]
+    objects += _mutating_policy(
+        team,
+        "priority",
+        {
+            "asks-gpu": asks_hami(),
+            "no-own-class": "!has(object.spec.priorityClassName) || object.spec.priorityClassName == ''",
+        },
+        _apply(
+            f"Object{{spec: Object.spec{{priorityClassName: '{priority_class_name(team.priority)}', "
+            f"priority: {value}, preemptionPolicy: '{preemption}'}}}}"
+        ),
+    )
+    if team.spot_only:
+        # A JSON patch: the Pod schema marks nodeSelector an atomic map, which an ApplyConfiguration may not
+        # change (the API server refuses it); a node affinity term would replace the pod's own affinity.
+        key = names.CAPACITY_TYPE_LABEL.replace("~", "~0").replace("/", "~1")
+        spot = names.CAPACITY_TYPE_SPOT
+        objects += _mutating_policy(
+            team,
+            "spot",
+            {"asks-gpu": asks_hami()},
+            {
+                "patchType": "JSONPatch",
+                "jsonPatch": {
+                    "expression": "has(object.spec.nodeSelector) ? "
+                    f"[JSONPatch{{op: 'add', path: '/spec/nodeSelector/{key}', value: '{spot}'}}] : "
+                    f"[JSONPatch{{op: 'add', path: '/spec/nodeSelector', value: {{'{names.CAPACITY_TYPE_LABEL}': "
+                    f"'{spot}'}}}}]"
+                },
+            },
+        )
+    return objects
+
+
+def per_gpu_limits(config: StackConfig, pools: list[PoolConfig]) -> dict[str, int]:
+    """Resource -> the most one container may ask, in request units: one vGPU lives on one GPU, so the largest
+    GPU of the HAMi pools bounds gpumem (MiB / memoryFactor), gpucores and gpumem-percentage."""
+    capacities = [c for pool in pools if pool.sharing == names.SHARING_HAMI for c in config.capacities[pool.name]]
+    if not capacities:
+        return {}
+    return {
+        names.GPU_MEMORY: max(c.vgpu_max_memory_mib for c in capacities) // config.hami.profile.memory_factor,
+        names.GPU_CORES: max(c.gpu_cores // c.gpus for c in capacities),
+        names.GPU_MEMORY_PERCENTAGE: 100,
+    }
+
+
+def _within(resource: str, limit: int) -> str:
+    """CEL: no container requests or limits more than `limit` of `resource`."""
+    fits = [
+        f"(!has(c.resources.{side}) || !('{resource}' in c.resources.{side}) || "
+        f"quantity(c.resources.{side}['{resource}']).compareTo(quantity('{limit}')) <= 0)"
+        for side in ("limits", "requests")
+    ]
+    return f"{_CONTAINERS}.all(c, !has(c.resources) || ({' && '.join(fits)}))"
+
+
+def per_gpu_limit_policy(config: StackConfig, team: TeamConfig) -> list[dict[str, Any]]:
+    """A ValidatingAdmissionPolicy + binding refusing pods whose per-container HAMi request no GPU of the team's
+    pools can hold (Karpenter would launch a multi-GPU node that can never run it, again and again)."""
+    pools = [config.pool(name) for name in team.pools]
+    limits = per_gpu_limits(config, pools)
+    if not limits:
+        return []
+    name = f"gpushare-{team.name}-per-gpu-limit"
+    hami_pools = ", ".join(p.name for p in pools if p.sharing == names.SHARING_HAMI)
+    return [
+        {
+            "apiVersion": ADMISSION_API,
+            "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": name, "labels": {names.TEAM_LABEL: team.name}},
+            "spec": {
+                "failurePolicy": "Fail",
+                "matchConstraints": _pod_creates(team),
+                "validations": [
+                    {
+                        "expression": _within(resource, limit),
+                        "message": f"{resource} per container must be at most {limit}: one vGPU lives on one GPU "
+                        f"and the largest GPU of pools {hami_pools} holds {limit}",
+                        "reason": "Invalid",
+                    }
+                    for resource, limit in limits.items()
+                ],
+            },
+        },
+        {
+            "apiVersion": ADMISSION_API,
+            "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": name, "labels": {names.TEAM_LABEL: team.name}},
+            "spec": {
+                "policyName": name,
+                "validationActions": ["Deny"],
+                "matchResources": {"namespaceSelector": namespace_selector(team)},
+            },
         },
     ]

@@ -1,0 +1,147 @@
+"""Run the dev stack's team admission policies on sample pods with kube-apiserver's own CEL code
+(`make admission-test`): tools/admission builds a small Go program on k8s.io/apiserver v0.36.1 that compiles
+each matchCondition, ApplyConfiguration mutation and validation exactly as the API server does, and merges
+the apply configurations into the pod with the Pod schema. Needs Go; without it: one line, exit 2.
+
+Each case states the pod as it reaches MutatingAdmissionPolicy: the Priority plugin has already run
+(priority 0, PreemptLowerPriority when the pod named no class), so the policy must overwrite both.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from gpushare import names
+from gpushare.config import StackConfig, load_stack_config
+from gpushare.render import tenancy
+from tests.conftest import raw_stack
+
+TOOL = Path(__file__).resolve().parent / "admission"
+
+
+def pod(namespace: str, limits: dict[str, str], **spec: Any) -> dict[str, Any]:
+    annotations = spec.pop("annotations", None)
+    metadata: dict[str, Any] = {"name": "sample", "namespace": namespace}
+    if annotations:
+        metadata["annotations"] = annotations
+    container = {"name": "main", "image": "busybox", "resources": {"limits": limits} if limits else {}}
+    defaults = {"priority": 0, "preemptionPolicy": "PreemptLowerPriority"}
+    return {"metadata": metadata, "spec": {**defaults, "containers": [container], **spec}}
+
+
+def run(config: StackConfig, team: str, pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    objects = tenancy.team_objects(config, next(t for t in config.teams if t.name == team))
+    request = {
+        "mutating": [o for o in objects if o["kind"] == "MutatingAdmissionPolicy"],
+        "validating": [o for o in objects if o["kind"] == "ValidatingAdmissionPolicy"],
+        "pods": pods,
+    }
+    done = subprocess.run(
+        ["go", "run", "."], cwd=TOOL, input=json.dumps(request), capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"admission tool failed: {done.stderr.strip()}")
+    return json.loads(done.stdout)
+
+
+def check(label: str, actual: Any, expected: Any, failures: list[str]) -> None:
+    if actual != expected:
+        failures.append(f"{label}: got {actual!r}, want {expected!r}")
+
+
+def main() -> int:
+    if shutil.which("go") is None:
+        print("make admission-test needs Go (see tools/admission/go.mod)", file=sys.stderr)
+        return 2
+    dev = load_stack_config(raw_stack("dev"))
+    hami = {names.GPU: "1", names.GPU_MEMORY: "4000"}
+    own = {names.HAMI_NODE_POLICY_ANNOTATION: "binpack"}
+    bare, annotated, cpu, classed, too_big, init_too_big, percent = run(
+        dev,
+        "inference",
+        [
+            pod("inference", hami),
+            pod("inference", hami, annotations=own),
+            pod("inference", {"cpu": "1"}),
+            pod("inference", hami, priorityClassName="system-node-critical", priority=2000001000),
+            pod("inference", {names.GPU: "1", names.GPU_MEMORY: "16000"}),
+            pod(
+                "inference",
+                hami,
+                initContainers=[
+                    {"name": "warm", "image": "busybox", "resources": {"limits": {names.GPU_CORES: "150"}}}
+                ],
+            ),
+            pod("inference", {names.GPU: "1", names.GPU_MEMORY_PERCENTAGE: "100"}),
+        ],
+    )
+    failures: list[str] = []
+    team_policy = {names.HAMI_NODE_POLICY_ANNOTATION: "spread", names.HAMI_GPU_POLICY_ANNOTATION: "binpack"}
+    check("HAMi pod gets the team policy", bare["pod"]["metadata"].get("annotations"), team_policy, failures)
+    check(
+        "own annotation wins",
+        annotated["pod"]["metadata"].get("annotations"),
+        {**team_policy, names.HAMI_NODE_POLICY_ANNOTATION: "binpack"},
+        failures,
+    )
+    check("CPU pod gets no scheduler policy", cpu["pod"]["metadata"].get("annotations"), None, failures)
+    critical = {
+        "priorityClassName": "gpushare-critical",
+        "priority": 1_000_000,
+        "preemptionPolicy": "PreemptLowerPriority",
+    }
+    check("GPU pod priority", {k: bare["pod"]["spec"].get(k) for k in critical}, critical, failures)
+    check("CPU pod keeps priority 0", cpu["pod"]["spec"].get("priorityClassName"), None, failures)
+    check("own class wins", classed["pod"]["spec"]["priorityClassName"], "system-node-critical", failures)
+    check("fitting pods admitted", [r["denied"] for r in (bare, annotated, cpu, percent)], [[], [], [], []], failures)
+    check(
+        "gpumem above one T4 refused",
+        [m.split(":")[0] for m in too_big["denied"]],
+        ["nvidia.com/gpumem per container must be at most 15360"],
+        failures,
+    )
+    check(
+        "init container counted",
+        [m.split(":")[0] for m in init_too_big["denied"]],
+        ["nvidia.com/gpucores per container must be at most 100"],
+        failures,
+    )
+
+    spot_raw = raw_stack("dev")
+    spot_raw["gpushare:pools"][0]["capacityTypes"] = ["spot"]
+    spot_raw["gpushare:teams"][0] |= {"pools": ["g5-shared"], "spotOnly": True}
+    spot_raw["gpushare:teams"][0]["quota"]["gpuCores"] = 400
+    spot_raw["gpushare:teams"][1]["pools"] = ["g4dn-shared", "g5-shared"]
+    batch, no_selector = run(
+        load_stack_config(spot_raw),
+        "ml-research",
+        [pod("ml-research", hami, nodeSelector={names.POOL_LABEL: "g5-shared"}), pod("ml-research", hami)],
+    )
+    spec = batch["pod"]["spec"]
+    check(
+        "batch never preempts",
+        (spec.get("priorityClassName"), spec.get("priority"), spec.get("preemptionPolicy")),
+        ("gpushare-batch", 10_000, "Never"),
+        failures,
+    )
+    check(
+        "spot merged into nodeSelector",
+        spec.get("nodeSelector"),
+        {names.POOL_LABEL: "g5-shared", names.CAPACITY_TYPE_LABEL: "spot"},
+        failures,
+    )
+    spot = {names.CAPACITY_TYPE_LABEL: "spot"}
+    check("spot added without a nodeSelector", no_selector["pod"]["spec"].get("nodeSelector"), spot, failures)
+    for failure in failures:
+        print(f"FAIL {failure}")
+    print(f"admission: {'all cases pass' if not failures else f'{len(failures)} failing'}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
