@@ -37,14 +37,18 @@ class Kubectl:
     def apply_stream(self, stream: str) -> str:
         return self.run(*self.APPLY, stream=stream)
 
-    def resource_versions(self, objects: list[dict[str, Any]]) -> dict[str, str]:
+    def get(self, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
         listed = json.loads(self.run("get", "-o", "json", "-f", "-", objects=objects))
-        items = listed.get("items", [listed])
+        return listed.get("items", [listed])
+
+    def versions(self, objects: list[dict[str, Any]]) -> dict[str, str]:
+        """Per object what a change of ours would bump: `generation` where the kind has one (so status
+        written by controllers, e.g. admission policy type checking, does not count), else resourceVersion."""
         return {
-            f"{item['kind']}/{item['metadata'].get('namespace', '')}/{item['metadata']['name']}": item["metadata"][
-                "resourceVersion"
-            ]
-            for item in items
+            f"{item['kind']}/{item['metadata'].get('namespace', '')}/{item['metadata']['name']}": str(
+                item["metadata"].get("generation", item["metadata"]["resourceVersion"])
+            )
+            for item in self.get(objects)
         }
 
     def delete(self, objects: list[dict[str, Any]]) -> None:

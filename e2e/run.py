@@ -18,6 +18,7 @@ from pathlib import Path
 from types import FrameType
 
 from e2e import prometheus, report
+from e2e.api import ApiError
 from e2e.device_plugins import HamiDeviceConfig
 from e2e.errors import RigError
 from e2e.instance_types import kwok_instance_types
@@ -37,6 +38,7 @@ from e2e.scenarios import (
     resource_not_registered,
     seed_scale_up,
     several_nodes,
+    team_admission,
 )
 from e2e.stack import ROOT, load_plan, write_plan
 from gpushare.catalog import load_catalog
@@ -54,6 +56,7 @@ SCENARIOS: dict[str, Callable[[Context], Result]] = {
     "resource-not-registered": lambda ctx: resource_not_registered(ctx, RUNNING_STACK, SEED_TEAM),
     "cpu-limit": lambda ctx: cpu_limit_blocks_second_node(ctx, RUNNING_STACK, SEED_TEAM),
     "quota": lambda ctx: quota_refuses(ctx, RUNNING_STACK, SEED_TEAM),
+    "team-admission": lambda ctx: team_admission(ctx, RUNNING_STACK, SEED_TEAM),
 }
 # Scenarios that need the cluster without the running stack come first.
 BEFORE_STACK = ("objects-dev", "objects-prod")
@@ -152,7 +155,7 @@ def _run_one(name: str, ctx: Context) -> Result:
     started = time.monotonic()
     try:
         result = SCENARIOS[name](ctx)
-    except (ScenarioFailure, KubectlError) as error:
+    except (ScenarioFailure, KubectlError, ApiError) as error:
         seen = diagnostics(ctx, [SEED_TEAM, WIDE_TEAM])
         result = Result(name, False, str(error), notes=seen)
         for line in seen:

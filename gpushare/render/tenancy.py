@@ -27,8 +27,24 @@ PRIORITIES: dict[Priority, tuple[int, str]] = {
     "standard": (100_000, "PreemptLowerPriority"),
     "batch": (10_000, "Never"),
 }
-# Every container of a pod, init containers included (both count toward what one GPU must hold).
-_CONTAINERS = "(object.spec.containers + (has(object.spec.initContainers) ? object.spec.initContainers : []))"
+
+
+def _any_container(predicate: str) -> str:
+    """CEL: `predicate` (over `c`) holds for some container or init container. The two lists have different
+    types in the API server's pod schema, so they cannot be concatenated (its type check refuses `+`)."""
+    return (
+        f"(object.spec.containers.exists(c, {predicate}) || "
+        f"(has(object.spec.initContainers) && object.spec.initContainers.exists(c, {predicate})))"
+    )
+
+
+def _every_container(predicate: str) -> str:
+    """CEL: `predicate` (over `c`) holds for every container and init container."""
+    return (
+        f"(object.spec.containers.all(c, {predicate}) && "
+        f"(!has(object.spec.initContainers) || object.spec.initContainers.all(c, {predicate})))"
+    )
+
 
 # The team default is also recorded on the namespace, where people and tools look for it.
 NODE_POLICY_ANNOTATION = "gpushare.io/node-scheduler-policy"
@@ -119,10 +135,10 @@ def _pod_creates(team: TeamConfig) -> dict[str, Any]:
 def asks_hami(resources: tuple[str, ...] = HAMI_RESOURCES) -> str:
     """CEL: some container requests or limits one of `resources`."""
     listed = "[" + ", ".join(f"'{r}'" for r in resources) + "]"
-    return (
-        f"{_CONTAINERS}.exists(c, has(c.resources) && "
+    return _any_container(
+        f"has(c.resources) && "
         f"((has(c.resources.limits) && c.resources.limits.exists(r, r in {listed})) || "
-        f"(has(c.resources.requests) && c.resources.requests.exists(r, r in {listed}))))"
+        f"(has(c.resources.requests) && c.resources.requests.exists(r, r in {listed})))"
     )
 
 
@@ -241,7 +257,7 @@ def _within(resource: str, limit: int) -> str:
         f"quantity(c.resources.{side}['{resource}']).compareTo(quantity('{limit}')) <= 0)"
         for side in ("limits", "requests")
     ]
-    return f"{_CONTAINERS}.all(c, !has(c.resources) || ({' && '.join(fits)}))"
+    return _every_container(f"!has(c.resources) || ({' && '.join(fits)})")
 
 
 def per_gpu_limit_policy(config: StackConfig, team: TeamConfig) -> list[dict[str, Any]]:
