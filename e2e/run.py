@@ -124,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("e2e: interrupted; stopping the rig", file=sys.stderr)
         return 130
-    except (RigError, KubectlError) as error:
+    except (RigError, KubectlError, ApiError) as error:
         print(f"e2e: {error}", file=sys.stderr)
         _keep_logs(rig)
         return 2
@@ -132,14 +132,14 @@ def run(args: argparse.Namespace) -> int:
         if agent is not None and agent.is_alive():
             agent.stop()
         rig.stop()
+        if not all(result.passed for result in results):
+            _keep_logs(rig)
+        # Logs worth keeping are in build/e2e/logs by now; the data directories (etcd, TSDB) go.
+        shutil.rmtree(work, ignore_errors=True)
     elapsed = time.monotonic() - started
     report.write(REPORT_DIR, results, elapsed)
     print(report.table(results, elapsed))
-    if not all(result.passed for result in results):
-        _keep_logs(rig)
-        return 1
-    shutil.rmtree(work, ignore_errors=True)
-    return 0
+    return 0 if all(result.passed for result in results) else 1
 
 
 def _has_default_sa(kubectl: Kubectl) -> bool:

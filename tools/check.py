@@ -90,10 +90,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         plan = read_plan(args.plan)
         config, config_path = policy_config_for(plan.stack, args.policy_config)
+        violations = check([r.model_dump() for r in plan.resources], config)
     except UserError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    violations = check([r.model_dump() for r in plan.resources], config)
     print(report(violations, config_path))
     return EXIT_MANDATORY if any(v.level == "mandatory" for v in violations) else 0
 

@@ -146,10 +146,10 @@ def main(argv: list[str] | None = None) -> int:
         raw = read_stack_file(args.config)
         policy_config, policy_config_path = policy_config_for(stack, args.policy_config)
         config, plan = build_plan(raw, stack)
+        violations = check(plan["resources"], policy_config)
     except UserError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    violations = check(plan["resources"], policy_config)
     plan["violations"] = [v.as_dict() for v in violations]
     folder = args.out / stack
     write_plan(plan, folder)

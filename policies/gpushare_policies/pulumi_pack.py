@@ -16,12 +16,18 @@ from pulumi_policy.proxy import UnknownValueError
 
 from .registry import RULES
 from .rule import Rule
+from .shape import MalformedStack, check_shapes
 from .stack import from_engine, plain
 
 
 def _validate(rule: Rule) -> Any:
     def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:
         view = from_engine(args.resources, UnknownValueError)
+        try:
+            check_shapes(view)
+        except MalformedStack as error:
+            report_violation(str(error), None)
+            return
         settings = plain(dict(args.get_config()))
         for found in rule.run(view, settings):
             report_violation(found.message, found.resource.urn if found.resource is not None else None)

@@ -14,6 +14,7 @@ from gpushare.files import read_json
 
 from . import limits, overlays, releases, safety, tenancy
 from .rule import Level, Rule
+from .shape import check_shapes
 from .stack import StackView, plain
 
 PACK_NAME = "gpushare-policies"
@@ -96,7 +97,9 @@ DEFAULT_CONFIG = PolicyConfig.parse({})
 
 
 def evaluate(view: StackView, config: PolicyConfig = DEFAULT_CONFIG) -> list[Violation]:
-    """Every finding of every enabled rule, in rule order."""
+    """Every finding of every enabled rule, in rule order; MalformedStack when a field a rule reads has the
+    wrong type."""
+    check_shapes(view)
     violations = []
     for rule in RULES:
         level = config.levels[rule.name]
