@@ -6,7 +6,48 @@ import json
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from gpushare.errors import UserError
+
+# libyaml's C loader where PyYAML was built with it (the wheels are), the pure-Python one otherwise.
+_BASE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _UniqueKeyLoader(_BASE_LOADER):  # type: ignore[valid-type,misc]
+    """Refuses a mapping that repeats a key: PyYAML would silently keep the last value."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            line = key_node.start_mark.line + 1
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r} (first on line {seen[key]})", key_node.start_mark
+                )
+            seen[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _UniqueKeyLoader.construct_mapping)
+
+
+def read_yaml(path: Path) -> Any:
+    """One YAML document; UserError with line and column for syntax errors, tabs and duplicate keys."""
+    try:
+        return yaml.load(path.read_text(), Loader=_UniqueKeyLoader)
+    except OSError as error:
+        raise UserError(f"{path}: cannot read ({error.strerror})") from None
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: not valid YAML (not UTF-8 text)") from None
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark or error.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        problem = error.problem or error.context or "not valid YAML"
+        raise UserError(f"{path}: {where}{problem}") from None
+    except yaml.YAMLError as error:
+        raise UserError(f"{path}: not valid YAML ({str(error).splitlines()[0]})") from None
 
 
 def read_json(path: Path) -> Any:

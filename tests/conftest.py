@@ -7,13 +7,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from gpushare.catalog import Catalog, load_catalog
 from gpushare.config import StackConfig, load_stack_config
+from gpushare.files import read_yaml
 
 ROOT = Path(__file__).resolve().parent.parent
-_RAW = {stack: yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text())["config"] for stack in ("dev", "prod")}
+_RAW = {stack: read_yaml(ROOT / f"Pulumi.{stack}.yaml")["config"] for stack in ("dev", "prod")}
 
 
 def raw_stack(stack: str) -> dict[str, Any]:

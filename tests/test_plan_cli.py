@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import yaml
 
 from tests.conftest import ROOT, raw_stack, run_plan
@@ -56,7 +57,31 @@ def test_unreadable_stack_file_exits_2(tmp_path):
     garbage = tmp_path / "Pulumi.garbage.yaml"
     garbage.write_text("config: [unclosed")
     bad = run_plan(garbage, tmp_path / "out")
-    assert bad.returncode == 2 and "not valid YAML" in bad.stderr and "Traceback" not in bad.stderr
+    assert bad.returncode == 2 and "did not find expected" in bad.stderr and "Traceback" not in bad.stderr
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "config:\n  aws:region: us-west-2\n  gpushare:pools: []\n  aws:region: eu-west-1\n",
+            "line 4, column 3: duplicate key 'aws:region' (first on line 2)",
+        ),
+        (
+            "config:\n  gpushare:teams:\n    - name: a\n      name: b\n",
+            "line 4, column 7: duplicate key 'name' (first on line 3)",
+        ),
+        ("config:\n\taws:region: us-west-2\n", "line 2, column 1: found character that cannot start any token"),
+    ],
+    ids=["top-level key", "nested key", "tab"],
+)
+def test_stack_file_mistakes_yaml_hides_are_refused_with_line_and_column(tmp_path, text, message):
+    stack_file = tmp_path / "Pulumi.typo.yaml"
+    stack_file.write_text(text)
+    completed = run_plan(stack_file, tmp_path / "out")
+    assert completed.returncode == 2
+    assert completed.stderr == f"error: {stack_file}: {message}\n"
+    assert not (tmp_path / "out").exists()
 
 
 def test_plan_records_and_prints_policy_violations(plans):

@@ -19,11 +19,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from gpushare.catalog import load_catalog
 from gpushare.config import StackConfig, load_stack_config
 from gpushare.errors import UserError
+from gpushare.files import read_yaml
 from gpushare.render.stack import object_id
 from gpushare.render.yamlio import dump
 from tools.check import EXIT_MANDATORY, check, policy_config_for, report
@@ -41,12 +40,7 @@ def stack_name(config_path: Path) -> str:
 
 def read_stack_file(path: Path) -> dict[str, Any]:
     """The `config:` map of a stack file; UserError when the file cannot be used."""
-    try:
-        document = yaml.safe_load(path.read_text())
-    except OSError as error:
-        raise UserError(f"{path}: cannot read ({error.strerror})") from None
-    except yaml.YAMLError as error:
-        raise UserError(f"{path}: not valid YAML ({str(error).splitlines()[0]})") from None
+    document = read_yaml(path)
     if not isinstance(document, dict) or not isinstance(document.get("config"), dict):
         raise UserError(f"{path}: config: missing; a stack file holds a `config:` map of keys")
     return document["config"]

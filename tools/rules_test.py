@@ -17,9 +17,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import yaml
-
 from gpushare.config import load_stack_config
+from gpushare.files import read_yaml
 from gpushare.render import monitoring
 from gpushare.render.yamlio import dump
 
@@ -38,7 +37,7 @@ def build_tools() -> Path:
 
 
 def main() -> int:
-    config = load_stack_config(yaml.safe_load(STACK_FILE.read_text())["config"])
+    config = load_stack_config(read_yaml(STACK_FILE)["config"])
     if not config.monitoring.enabled:
         print(f"{STACK_FILE.name}: gpushare:monitoring is not enabled; nothing to test", file=sys.stderr)
         return 2
