@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from gpushare import compat, names
 from gpushare.catalog import Catalog, load_catalog
-from gpushare.errors import ConfigError, first_error, key_path
+from gpushare.errors import ConfigError, Problems, all_errors, key_path
 from gpushare.hami import CapacityError, NodeCapacity, SharingProfile, node_capacity
 
 PROJECT = "gpushare"
@@ -529,6 +529,15 @@ class TeamConfig(_Model):
         description="batch teams: admission pins the team's GPU pods to spot capacity (every pool must offer spot)",
     )
 
+    @field_validator("pools")
+    @classmethod
+    def _pools_once(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        """A pool listed twice would count twice toward what the team's quota may ask."""
+        repeated = sorted({pool for pool in value if value.count(pool) > 1})
+        if repeated:
+            raise ValueError(f"lists {', '.join(repeated)} more than once")
+        return value
+
     @field_validator("name")
     @classmethod
     def _not_reserved(cls, value: str) -> str:
@@ -676,47 +685,67 @@ def _decode(key: str, value: Any) -> Any:
 
 
 def load_stack_config(raw: Mapping[str, Any], catalog: Catalog | None = None) -> StackConfig:
-    """Validate the raw stack config map; ConfigError names the first bad key."""
+    """Validate the raw stack config map; ConfigErrors lists every bad key found, one line each (schema
+    problems first; cross-key rules run once the schema holds, since they need a typed model)."""
     catalog = catalog or load_catalog()
     data: dict[str, Any] = {}
+    problems = Problems()
     for key, value in raw.items():
         namespace, _, name = key.partition(":")
         if key == "aws:region":
             data["region"] = value
         elif namespace == PROJECT:
             if name not in CONFIG_KEYS:
-                raise ConfigError(key, f"unknown key; allowed: {', '.join(f'{PROJECT}:{k}' for k in CONFIG_KEYS)}")
-            data[name] = _decode(key, value)
+                allowed = ", ".join(f"{PROJECT}:{k}" for k in CONFIG_KEYS)
+                problems.errors.append(ConfigError(key, f"unknown key; allowed: {allowed}"))
+                continue
+            try:
+                data[name] = _decode(key, value)
+            except ConfigError as error:
+                problems.errors.append(error)
     if "region" not in data:
-        raise ConfigError("aws:region", "is required (the AWS region to deploy into, e.g. us-west-2)")
+        problems.errors.append(ConfigError("aws:region", "is required (the AWS region to deploy into, e.g. us-west-2)"))
     try:
         config = StackConfig.model_validate(data)
     except ValidationError as error:
-        raise first_error(error, _config_key) from None
+        problems.errors.extend(all_errors(error, _config_key).errors)
+        problems.raise_any()
+        raise  # unreachable: a ValidationError always carries a problem
+    problems.raise_any()
     check_references(config, catalog)
     return config
 
 
 def check_references(config: StackConfig, catalog: Catalog) -> None:
-    """Cross-key rules pydantic cannot see: names, catalog membership, capacity and quotas."""
-    _unique_names("pools", [p.name for p in config.pools])
-    _unique_names("teams", [t.name for t in config.teams])
+    """Cross-key rules pydantic cannot see: names, catalog membership, capacity and quotas. Every check runs;
+    ConfigErrors lists what they found."""
+    problems = Problems()
+    problems.check(_unique_names, "pools", [p.name for p in config.pools])
+    problems.check(_unique_names, "teams", [t.name for t in config.teams])
     pool_names = [p.name for p in config.pools]
     for i, pool in enumerate(config.pools):
-        _check_pool(config, catalog, i, pool)
+        problems.check(_check_pool, config, catalog, i, pool)
+    pools_valid = not problems.errors  # quota and admission checks compute each pool's capacity
     used: set[str] = set()
     for i, team in enumerate(config.teams):
-        for j, pool_name in enumerate(team.pools):
-            if pool_name not in pool_names:
-                raise ConfigError(
-                    f"{PROJECT}:teams[{i}].pools[{j}]", f"unknown pool {pool_name!r}; allowed: {', '.join(pool_names)}"
-                )
+        unknown = [
+            ConfigError(
+                f"{PROJECT}:teams[{i}].pools[{j}]", f"unknown pool {pool_name!r}; allowed: {', '.join(pool_names)}"
+            )
+            for j, pool_name in enumerate(team.pools)
+            if pool_name not in pool_names
+        ]
+        problems.errors.extend(unknown)
         used.update(team.pools)
-        _check_quota(config, i, team)
-        _check_admission(config, i, team)
+        if pools_valid and not unknown:
+            problems.check(_check_quota, config, i, team)
+            problems.check(_check_admission, config, i, team)
     for i, pool in enumerate(config.pools):
         if pool.name not in used:
-            raise ConfigError(f"{PROJECT}:pools[{i}].name", f"no team lists pool {pool.name!r}: it could never be used")
+            problems.errors.append(
+                ConfigError(f"{PROJECT}:pools[{i}].name", f"no team lists pool {pool.name!r}: it could never be used")
+            )
+    problems.raise_any()
 
 
 def _unique_names(key: str, values: list[str]) -> None:

@@ -274,6 +274,11 @@ BAD_CONFIG = [
         "gpushare:cluster.logRetentionDays: 45 is not a CloudWatch Logs retention; allowed: 1, 3, 5",
     ),
     (
+        "team lists a pool twice",
+        _set("gpushare:teams.1.pools", ["g4dn-shared", "g4dn-shared"]),
+        "gpushare:teams[1].pools: lists g4dn-shared more than once",
+    ),
+    (
         "termination grace period not a duration",
         _set("gpushare:pools.0.disruption", {"terminationGracePeriod": "1 hour"}),
         "gpushare:pools[0].disruption.terminationGracePeriod:",
@@ -287,9 +292,34 @@ def test_bad_config_names_the_key(mutate, expected):
     mutate(raw)
     with pytest.raises(ConfigError) as caught:
         load_stack_config(raw)
-    message = str(caught.value)
-    assert message.startswith(expected), message
-    assert "\n" not in message
+    lines = str(caught.value).splitlines()
+    assert any(line.startswith(expected) for line in lines), lines
+    assert all(line.startswith(("gpushare:", "aws:")) for line in lines), lines
+
+
+def test_every_problem_is_reported_not_only_the_first():
+    raw = raw_stack("dev")
+    _set("gpushare:pools.0.maxGpus", 0)(raw)
+    _set("gpushare:teams.1.quota.gpus", -1)(raw)
+    _set("gpushare:cluster.logRetentionDays", 45)(raw)
+    with pytest.raises(ConfigError) as caught:
+        load_stack_config(raw)
+    keys = [line.split(":", 2)[0] + ":" + line.split(":", 2)[1] for line in str(caught.value).splitlines()]
+    assert keys == [
+        "gpushare:cluster.logRetentionDays",
+        "gpushare:pools[0].maxGpus",
+        "gpushare:teams[1].quota.gpus",
+    ]
+
+
+def test_cross_key_problems_are_all_reported():
+    raw = raw_stack("dev")
+    _set("gpushare:pools.0.instanceTypes.1", "g5.huge")(raw)
+    _set("gpushare:teams.1.pools", ["g4dn-shared", "a100-pool"])(raw)
+    with pytest.raises(ConfigError) as caught:
+        load_stack_config(raw)
+    lines = str(caught.value).splitlines()
+    assert [line.split(":")[1].split(" ")[0] for line in lines] == ["pools[0].instanceTypes[1]", "teams[1].pools[1]"]
 
 
 def test_exclusive_pool_accepts_types_above_the_mock_ceiling():

@@ -142,7 +142,8 @@ def main(argv: list[str] | None = None) -> int:
         config, plan = build_plan(raw, stack)
         violations = check(plan["resources"], policy_config)
     except UserError as error:
-        print(f"error: {error}", file=sys.stderr)
+        for line in str(error).splitlines():  # a config can have several problems: one line each
+            print(f"error: {line}", file=sys.stderr)
         return EXIT_BAD_INPUT
     plan["violations"] = [v.as_dict() for v in violations]
     folder = args.out / stack
