@@ -31,6 +31,12 @@ EXPECTED = [
     ("eks-public-endpoint-restricted", "mandatory"),
     ("team-namespace-gpu-quota", "mandatory"),
     ("team-quota-within-pool-limits", "advisory"),
+    ("team-admission-scoped", "mandatory"),
+    ("team-scheduler-policy-applied", "mandatory"),
+    ("monitoring-webui-reads-hami-metrics", "mandatory"),
+    ("monitoring-images-pinned", "mandatory"),
+    ("gpu-exporter-on-gpu-nodes", "mandatory"),
+    ("service-monitors-find-their-targets", "mandatory"),
 ]
 
 

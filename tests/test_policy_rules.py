@@ -337,6 +337,89 @@ CASES = {
 }
 
 
+INFERENCE_NODE_POLICY = "gpushare-inference-node-scheduler-policy"
+# Monitoring is on in prod only: these cases break the prod plan.
+PROD_CASES = {
+    "webui for HAMi 2.9 metrics": (
+        "monitoring-webui-reads-hami-metrics",
+        lambda r: _set(release(r, "hami-webui"), ["version"], "1.2.0"),
+        ['Release hami-webui: version is "1.2.0"', "HAMi chart 2.8.3", "1.1.0 with HAMi 2.4.0"],
+    ),
+    "webui image floats": (
+        "monitoring-images-pinned",
+        lambda r: _set(release(r, "hami-webui"), ["values", "image", "frontend", "tag"], "main"),
+        ["Release hami-webui: values.image.frontend", "floats", "set values.image.frontend.tag"],
+    ),
+    "exporter without GPU toleration": (
+        "gpu-exporter-on-gpu-nodes",
+        lambda r: _set(release(r, "dcgm-exporter"), ["values", "tolerations"], []),
+        ["Release dcgm-exporter", "does not tolerate the GPU taint nvidia.com/gpu:NoSchedule"],
+    ),
+    "exporter on every node": (
+        "gpu-exporter-on-gpu-nodes",
+        lambda r: _del(release(r, "dcgm-exporter"), ["values", "affinity"]),
+        ["does not require the GPU pool label gpushare.io/sharing"],
+    ),
+    "service monitor in the wrong namespace": (
+        "service-monitors-find-their-targets",
+        lambda r: _set(
+            find(r, "ServiceMonitor", "karpenter"), ["spec", "namespaceSelector", "matchNames"], ["karpenter"]
+        ),
+        [
+            "ServiceMonitor karpenter: spec.namespaceSelector.matchNames",
+            "its target runs in kube-system",
+            "select [kube-system]",
+        ],
+    ),
+}
+CASES |= {
+    "admission policy for every namespace": (
+        "team-admission-scoped",
+        lambda r: _del(
+            find(r, "MutatingAdmissionPolicy", INFERENCE_NODE_POLICY), ["spec", "matchConstraints", "namespaceSelector"]
+        ),
+        [f"MutatingAdmissionPolicy {INFERENCE_NODE_POLICY}: matchConstraints must select only namespace inference"],
+    ),
+    "admission binding for another namespace": (
+        "team-admission-scoped",
+        lambda r: _set(
+            find(r, "MutatingAdmissionPolicyBinding", INFERENCE_NODE_POLICY),
+            ["spec", "matchResources", "namespaceSelector", "matchLabels", "kubernetes.io/metadata.name"],
+            "ml-research",
+        ),
+        [
+            f"MutatingAdmissionPolicyBinding {INFERENCE_NODE_POLICY}: matchResources must select only namespace "
+            "inference"
+        ],
+    ),
+    "admission policy without binding": (
+        "team-admission-scoped",
+        lambda r: _set(
+            find(r, "MutatingAdmissionPolicyBinding", INFERENCE_NODE_POLICY), ["spec", "policyName"], "other"
+        ),
+        [f"MutatingAdmissionPolicy {INFERENCE_NODE_POLICY}: no MutatingAdmissionPolicyBinding names it"],
+    ),
+    "recorded scheduler policy not applied": (
+        "team-scheduler-policy-applied",
+        lambda r: _set(
+            find(r, "Namespace", "inference"),
+            ["metadata", "annotations", "gpushare.io/node-scheduler-policy"],
+            "binpack",
+        ),
+        ["Namespace inference: scheduler policy binpack is not applied to its pods", "Fix:"],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(PROD_CASES))
+def test_one_broken_monitoring_field_is_caught(plans, case):
+    policy, change, fragments = PROD_CASES[case]
+    found = messages(broken(plans["prod"], change), policy)
+    assert found, f"{policy} missed {case}"
+    assert any(all(fragment in message for fragment in fragments) for message in found), found
+    assert all("Fix:" in message for message in found)
+
+
 def _renamed(inputs, name):
     import copy
 
@@ -355,7 +438,8 @@ def test_one_broken_field_is_caught(plans, case):
 
 
 def test_every_rule_has_a_breaking_case():
-    assert {policy for policy, _, _ in CASES.values()} == {rule.name for rule in RULES}
+    cases = [*CASES.values(), *PROD_CASES.values()]
+    assert {policy for policy, _, _ in cases} == {rule.name for rule in RULES}
 
 
 def test_below_registered_allowed_by_config(plans):

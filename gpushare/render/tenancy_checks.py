@@ -24,13 +24,13 @@ def _only_namespace(selector: Any, namespace: str) -> bool:
 def admission_scope_problems(objects: list[dict[str, Any]]) -> list[str]:
     """Every team admission policy has a binding, and both match exactly the team's namespace."""
     problems = []
-    bindings = {(o["kind"], o["spec"]["policyName"]): o for o in objects if o["kind"] in POLICY_BINDINGS.values()}
+    bindings = {(o["kind"], o["spec"].get("policyName")): o for o in objects if o["kind"] in POLICY_BINDINGS.values()}
     for policy in (o for o in objects if o["kind"] in POLICY_BINDINGS):
         name = policy["metadata"]["name"]
         team = policy["metadata"].get("labels", {}).get(names.TEAM_LABEL)
         if team is None:
             continue
-        if not _only_namespace(policy["spec"]["matchConstraints"].get("namespaceSelector"), team):
+        if not _only_namespace((policy["spec"].get("matchConstraints") or {}).get("namespaceSelector"), team):
             problems.append(f"{policy['kind']} {name}: matchConstraints must select only namespace {team}")
         binding = bindings.get((POLICY_BINDINGS[policy["kind"]], name))
         if binding is None:
@@ -44,10 +44,10 @@ def scheduler_policy_problems(objects: list[dict[str, Any]]) -> list[str]:
     """Every team namespace that records a scheduler policy has mutating policies that set exactly it."""
     problems = []
     expressions = {
-        (o["metadata"].get("labels", {}).get(names.TEAM_LABEL), m["applyConfiguration"]["expression"])
+        (o["metadata"].get("labels", {}).get(names.TEAM_LABEL), (m.get("applyConfiguration") or {}).get("expression"))
         for o in objects
         if o["kind"] == "MutatingAdmissionPolicy"
-        for m in o["spec"]["mutations"]
+        for m in o["spec"].get("mutations", [])
     }
     for namespace in (o for o in objects if o["kind"] == "Namespace"):
         annotations = namespace["metadata"].get("annotations", {})
@@ -59,7 +59,7 @@ def scheduler_policy_problems(objects: list[dict[str, Any]]) -> list[str]:
             if recorded not in annotations:
                 continue
             wanted = f"'{hami_key}': '{annotations[recorded]}'"
-            if not any(owner == team and wanted in expression for owner, expression in expressions):
+            if not any(owner == team and wanted in (expression or "") for owner, expression in expressions):
                 problems.append(
                     f"Namespace {team}: scheduler policy {annotations[recorded]} is not applied to its pods "
                     f"(no MutatingAdmissionPolicy for namespace {team} sets {hami_key})"

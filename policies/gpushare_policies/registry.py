@@ -12,13 +12,21 @@ from pydantic import ValidationError
 from gpushare.errors import UserError
 from gpushare.files import read_json
 
-from . import limits, overlays, releases, safety, tenancy
+from . import admission, limits, observability, overlays, releases, safety, tenancy
 from .rule import Level, Rule
 from .shape import check_shapes
 from .stack import StackView, plain
 
 PACK_NAME = "gpushare-policies"
-RULES: tuple[Rule, ...] = overlays.RULES + limits.RULES + releases.RULES + safety.RULES + tenancy.RULES
+RULES: tuple[Rule, ...] = (
+    overlays.RULES
+    + limits.RULES
+    + releases.RULES
+    + safety.RULES
+    + tenancy.RULES
+    + admission.RULES
+    + observability.RULES
+)
 LEVELS = get_args(Level)
 
 

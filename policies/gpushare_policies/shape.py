@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
+from gpushare import names
 from gpushare.errors import UserError
 
 from .stack import (
@@ -136,9 +137,41 @@ SHAPES: Final[dict[str, dict[str, str]]] = {
         "values.settings.featureGates": "obj",
         "values.nodeSelector": "obj",
         "values.tolerations[]": "obj",
+        "values.image": "obj",
+        "values.image.frontend": "obj",
+        "values.image.backend": "obj",
         "values.affinity": "obj",
+        "values.affinity.nodeAffinity": "obj",
+        "values.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution": "obj",
+        "values.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[]": "obj",
+        "values.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[]"
+        ".matchExpressions[]": "obj",
+    },
+    f"kubernetes:{names.MONITORING_API}:ServiceMonitor": {
+        **_TEMPLATE,
+        "spec": "obj",
+        "spec.namespaceSelector": "obj",
+        "spec.namespaceSelector.matchNames[]": "str",
     },
     NAMESPACE: {**_TEMPLATE},
+    **{
+        f"kubernetes:admissionregistration.k8s.io/v1:{kind}": {
+            **_TEMPLATE,
+            "spec": "obj",
+            "spec.policyName": "str",
+            "spec.matchConstraints": "obj",
+            "spec.matchResources": "obj",
+            "spec.mutations[]": "obj",
+            "spec.mutations[].applyConfiguration": "obj",
+            "spec.mutations[].applyConfiguration.expression": "str",
+        }
+        for kind in (
+            "MutatingAdmissionPolicy",
+            "MutatingAdmissionPolicyBinding",
+            "ValidatingAdmissionPolicy",
+            "ValidatingAdmissionPolicyBinding",
+        )
+    },
     RESOURCE_QUOTA: {**_TEMPLATE, "spec": "obj", "spec.hard": "obj", "spec.hard.*": "scalar"},
     EKS_COMPONENT: {"publicAccessCidrs[]": "str", "tags": "obj"},
     EKS_CLUSTER: {"vpcConfig": "obj", "vpcConfig.publicAccessCidrs[]": "str"},
