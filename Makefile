@@ -7,7 +7,7 @@ CONFIG ?= Pulumi.$(STACK).yaml
 POLICY_CONFIG ?=
 POLICY_FLAG = $(if $(POLICY_CONFIG),--policy-config $(POLICY_CONFIG))
 
-.PHONY: test lint plan check golden docs bench rules-test admission-test e2e clean
+.PHONY: test lint plan check golden docs bench rules-test admission-test e2e simulate clean
 
 $(VENV)/.installed: requirements.txt
 	python3 -m venv $(VENV)
@@ -42,6 +42,10 @@ rules-test: $(VENV)/.installed ## promtool check/test the GPU alerts, parse ever
 
 e2e: $(VENV)/.installed ## offline cluster: real kube-apiserver, Karpenter and KWOK run the stack (needs Go)
 	$(PY) -m e2e
+
+simulate: $(VENV)/.installed ## a workload mix through the offline cluster's Karpenter: nodes, cost, use (WORKLOAD=file)
+	@test -n "$(WORKLOAD)" || { echo "usage: make simulate WORKLOAD=examples/workloads/inference-mix.yaml" >&2; exit 2; }
+	$(PY) -m e2e --simulate $(WORKLOAD)
 
 admission-test: $(VENV)/.installed ## run the team admission policies on sample pods with kube-apiserver's CEL code (needs Go)
 	$(PY) -m tools.admission_test

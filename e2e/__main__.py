@@ -16,10 +16,19 @@ import sys
 from e2e.build import build
 from e2e.errors import RigError
 from e2e.run import REPORT_DIR, parse_args
+from e2e.simulate import load_workload
+from gpushare.errors import UserError
 
 
 def main(argv: list[str]) -> int:
-    parse_args(argv)  # reject bad arguments before a long build
+    args = parse_args(argv)  # reject bad arguments (and a bad workload file) before a long build
+    if args.simulate is not None:
+        try:
+            load_workload(args.simulate)
+        except UserError as error:
+            for line in str(error).splitlines():
+                print(f"e2e: {line}", file=sys.stderr)
+            return 2
     if shutil.which("unshare") is None:
         print("e2e: needs unshare (util-linux) to run the rig in its own network namespace", file=sys.stderr)
         return 2

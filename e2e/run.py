@@ -40,6 +40,8 @@ from e2e.scenarios import (
     several_nodes,
     team_admission,
 )
+from e2e.simulate import load_workload, simulate
+from e2e.simulate import table as simulation_table
 from e2e.stack import ROOT, load_plan, write_plan
 from gpushare.catalog import load_catalog
 
@@ -65,8 +67,12 @@ BEFORE_STACK = ("objects-dev", "objects-prod")
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m e2e", description="Run the offline cluster scenarios.")
     parser.add_argument("--scenario", action="append", choices=sorted(SCENARIOS), help="run only these")
+    parser.add_argument("--simulate", type=Path, metavar="WORKLOAD", help="run a workload file instead (make simulate)")
     parser.add_argument("--bin-dir", type=Path, help=argparse.SUPPRESS)
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.simulate is not None and args.scenario:
+        parser.error("--simulate runs a workload, not scenarios: drop --scenario")
+    return args
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
@@ -80,7 +86,10 @@ def _apply_crds(rig: Rig, kubectl: Kubectl) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    selected = args.scenario or list(SCENARIOS)
+    workload = load_workload(args.simulate) if args.simulate else None
+    running_stack = workload.stack if workload else RUNNING_STACK
+    selected = [] if workload else (args.scenario or list(SCENARIOS))
+    simulation: dict | None = None
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
     catalog = load_catalog()
     work = Path(tempfile.mkdtemp(prefix="gpushare-e2e-"))
@@ -98,18 +107,18 @@ def run(args: argparse.Namespace) -> int:
         kubectl = Kubectl(Path(rig.binary("kubectl")), rig.kubeconfig)
         _apply_crds(rig, kubectl)
         wait_for("the default ServiceAccount", lambda: _has_default_sa(kubectl), 60)
-        hami = HamiDeviceConfig.from_values(plans[RUNNING_STACK].helm_values["hami"])
+        hami = HamiDeviceConfig.from_values(plans[running_stack].helm_values["hami"])
         agent = NodeAgent(rig.api, catalog, hami)
         ctx = Context(rig.log_dir, rig.api, kubectl, catalog, plans, agent, hami)
         for name in [n for n in BEFORE_STACK if n in selected]:
             results.append(_run_one(name, ctx))
-        if any(name not in BEFORE_STACK for name in selected):
+        if workload or any(name not in BEFORE_STACK for name in selected):
             print(
                 "e2e: starting KWOK, Karpenter (kwok provider, NodeOverlay on) and Prometheus",
                 file=sys.stderr,
                 flush=True,
             )
-            install_running_stack(ctx, RUNNING_STACK)
+            install_running_stack(ctx, running_stack)
             instance_types = work / "instance-types.json"
             instance_types.write_text(json.dumps(kwok_instance_types(catalog), indent=1))
             rig.start_kwok()
@@ -117,6 +126,9 @@ def run(args: argparse.Namespace) -> int:
             rig.start_prometheus(prometheus.write_config(work))
             wait_for("Prometheus scraping Karpenter", prometheus.scraping_karpenter, 90, interval_s=1)
             agent.start()
+            if workload:
+                print(f"e2e: simulating {args.simulate} on the {running_stack} stack", file=sys.stderr, flush=True)
+                simulation = simulate(ctx, workload)
             for name in [n for n in selected if n not in BEFORE_STACK]:
                 results.append(_run_one(name, ctx))
                 if agent.failure:
@@ -137,6 +149,11 @@ def run(args: argparse.Namespace) -> int:
         # Logs worth keeping are in build/e2e/logs by now; the data directories (etcd, TSDB) go.
         shutil.rmtree(work, ignore_errors=True)
     elapsed = time.monotonic() - started
+    if simulation is not None:
+        REPORT_DIR.mkdir(parents=True, exist_ok=True)
+        (REPORT_DIR / "simulate.json").write_text(json.dumps(simulation, indent=2, sort_keys=True) + "\n")
+        print(simulation_table(simulation))
+        return 0
     report.write(REPORT_DIR, results, elapsed)
     print(report.table(results, elapsed))
     return 0 if all(result.passed for result in results) else 1

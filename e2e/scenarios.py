@@ -448,30 +448,27 @@ def cpu_limit_blocks_second_node(ctx: Context, stack: str, team: str) -> Result:
 
 
 def quota_refuses(ctx: Context, stack: str, team: str) -> Result:
-    """A pod beyond the team's ResourceQuota is refused by the API server itself."""
+    """A pod beyond the team's ResourceQuota is refused by the API server itself. It asks one vGPU more than
+    the quota's requests.nvidia.com/gpu, with small per-GPU requests so the per-GPU limit lets it through."""
     [quota] = [q for q in ctx.plans[stack].of_kind("ResourceQuota") if q["metadata"]["namespace"] == team]
-    hard_cores = int(quota["spec"]["hard"][f"requests.{ctx.hami.resource_cores}"])
+    hard_vgpus = int(quota["spec"]["hard"][f"requests.{ctx.hami.resource_name}"])
     pool = _team_pool(ctx, team, stack)
-    template = gpu_deployment(ctx, "over-quota", team, pool, 1, {"cores": hard_cores + 1, "mem_mib": 1024})
+    template = gpu_deployment(ctx, "over-quota", team, pool, 1, {"gpu": hard_vgpus + 1, "cores": 1, "mem_mib": 1})
     pod = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": "over-quota", "namespace": team},
         "spec": template["spec"]["template"]["spec"],
     }
+    asked = f"{hard_vgpus + 1} vGPUs (quota {hard_vgpus})"
     try:
         ctx.kubectl.apply([pod])
     except KubectlError as error:
         if "exceeded quota" not in str(error):
             raise ScenarioFailure(f"refused, but not by the quota: {error}") from None
-        return Result(
-            "quota",
-            True,
-            f"a pod asking {hard_cores + 1} gpucores (quota {hard_cores}) refused: exceeded quota",
-            {"quota_gpucores": hard_cores},
-        )
+        return Result("quota", True, f"a pod asking {asked} refused: exceeded quota", {"quota_vgpus": hard_vgpus})
     ctx.kubectl.delete([pod])
-    raise ScenarioFailure(f"a pod asking {hard_cores + 1} gpucores was admitted under a quota of {hard_cores}")
+    raise ScenarioFailure(f"a pod asking {asked} was admitted")
 
 
 def diagnostics(ctx: Context, namespaces: list[str]) -> list[str]:

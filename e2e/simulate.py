@@ -1,0 +1,215 @@
+"""`make simulate WORKLOAD=...`: a workload mix through the rig's real Karpenter, and what it costs.
+
+The workload file names a stack and lists pod groups; each group becomes a Deployment of pause containers
+in its team's namespace, on its pool. Once Karpenter has settled, the report gives the nodes by type and
+their on-demand price, GPU memory and cores requested against what the nodes registered, the same pods at
+one whole GPU each, the fractional lower bound (all requested GPU memory at the pools' cheapest $/MiB),
+and every pod left Pending with its reason.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from e2e.errors import RigError
+from e2e.scenarios import Context, _nodeclaims, gpu_deployment
+from gpushare.catalog import Catalog
+from gpushare.errors import UserError, key_path
+from gpushare.files import read_yaml
+
+SETTLE_S = 30
+SIMULATE_TIMEOUT_S = 420
+
+
+class PodGroup(BaseModel):
+    """`count` identical pods of one team on one pool."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    name: str = Field(pattern=r"^[a-z]([-a-z0-9]{0,40}[a-z0-9])?$")
+    team: str
+    pool: str
+    count: int = Field(ge=1, le=1000)
+    vgpus: int = Field(default=1, ge=1, le=16)
+    gpu_memory_mib: int = Field(alias="gpuMemoryMib", ge=1)
+    gpu_cores: int = Field(alias="gpuCores", ge=1, le=100)
+    cpu: str = Field(default="500m", pattern=r"^[0-9]+m?$")
+    memory: str = Field(default="1Gi", pattern=r"^[0-9]+(Mi|Gi)$")
+
+
+class Workload(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    stack: Literal["dev", "prod"]
+    pods: tuple[PodGroup, ...]
+
+    @model_validator(mode="after")
+    def _unique(self) -> Workload:
+        if not self.pods:
+            raise ValueError("pods: list at least one pod group")
+        names = [group.name for group in self.pods]
+        repeated = sorted({name for name in names if names.count(name) > 1})
+        if repeated:
+            raise ValueError(f"pods: names must be unique; repeated: {', '.join(repeated)}")
+        return self
+
+
+def load_workload(path: Path) -> Workload:
+    """The workload file, or a UserError with one line per problem naming the key."""
+    try:
+        return Workload.model_validate(read_yaml(path))
+    except ValidationError as error:
+        lines = [
+            f"{path}: {key_path('', detail['loc']) or '(top level)'}: "
+            + str(detail["msg"]).removeprefix("Value error, ")
+            for detail in error.errors(include_url=False)
+        ]
+        raise UserError("\n".join(lines)) from None
+
+
+def whole_gpu_cost(catalog: Catalog, pool_types: dict[str, list[str]], workload: Workload) -> float:
+    """Each pod on GPUs of its own (vgpus whole GPUs), at its pool's cheapest price per GPU."""
+    total = 0.0
+    for group in workload.pods:
+        per_gpu = min(
+            catalog.instance_type(t).on_demand_usd_per_hour / catalog.instance_type(t).gpu_count
+            for t in pool_types[group.pool]
+        )
+        total += group.count * group.vgpus * per_gpu
+    return round(total, 3)
+
+
+def fractional_lower_bound(catalog: Catalog, pool_types: dict[str, list[str]], workload: Workload) -> float:
+    """All requested GPU memory at the cheapest $/MiB of the pools' types: no packing can cost less."""
+    types = {t for group in workload.pods for t in pool_types[group.pool]}
+    per_mib = min(
+        catalog.instance_type(t).on_demand_usd_per_hour
+        / (catalog.instance_type(t).gpu_count * catalog.gpu_model_of(catalog.instance_type(t)).nvml_memory_mib)
+        for t in types
+    )
+    requested = sum(group.count * group.gpu_memory_mib for group in workload.pods)
+    return round(requested * per_mib, 3)
+
+
+def _pool_types(ctx: Context, stack: str) -> dict[str, list[str]]:
+    return {
+        pool["metadata"]["name"]: next(
+            r["values"] for r in pool["spec"]["template"]["spec"]["requirements"] if r["key"].endswith("instance-type")
+        )
+        for pool in ctx.plans[stack].of_kind("NodePool")
+    }
+
+
+def _deployment(ctx: Context, group: PodGroup) -> dict[str, Any]:
+    deployment = gpu_deployment(
+        ctx,
+        group.name,
+        group.team,
+        group.pool,
+        group.count,
+        {"gpu": group.vgpus, "cores": group.gpu_cores, "mem_mib": group.gpu_memory_mib},
+        cpu=group.cpu,
+    )
+    deployment["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["memory"] = group.memory
+    return deployment
+
+
+def _state(ctx: Context, workload: Workload) -> tuple[int, int, int]:
+    running = sum(
+        pod.get("status", {}).get("phase") == "Running"
+        for team in {g.team for g in workload.pods}
+        for pod in ctx.api.items(f"/api/v1/namespaces/{team}/pods")
+    )
+    claims = _nodeclaims(ctx)
+    initializing = sum(
+        not any(
+            c["type"] == "Initialized" and c["status"] == "True" for c in claim.get("status", {}).get("conditions", [])
+        )
+        for claim in claims
+    )
+    return running, len(claims), initializing
+
+
+def simulate(ctx: Context, workload: Workload) -> dict[str, Any]:
+    """Apply the workload, wait until Karpenter has settled, and measure."""
+    deployments = [_deployment(ctx, group) for group in workload.pods]
+    ctx.kubectl.apply(deployments)
+    wanted = sum(group.count for group in workload.pods)
+    started = time.monotonic()
+    last, stable_since = None, time.monotonic()
+    while True:
+        state = _state(ctx, workload)
+        if state != last:
+            last, stable_since = state, time.monotonic()
+        running, _, initializing = state
+        if running == wanted or (time.monotonic() - stable_since > SETTLE_S and not initializing):
+            break
+        if time.monotonic() - started > SIMULATE_TIMEOUT_S:
+            raise RigError(f"the workload did not settle within {SIMULATE_TIMEOUT_S} s (state {state})")
+        time.sleep(2)
+    settled_s = time.monotonic() - started
+    return _measure(ctx, workload, running, settled_s)
+
+
+def _measure(ctx: Context, workload: Workload, running: int, settled_s: float) -> dict[str, Any]:
+    catalog = ctx.catalog
+    by_type = dict(Counter(c["metadata"]["labels"]["node.kubernetes.io/instance-type"] for c in _nodeclaims(ctx)))
+    usd = round(sum(catalog.instance_type(t).on_demand_usd_per_hour * n for t, n in by_type.items()), 3)
+    registered = {ctx.hami.resource_mem: 0, ctx.hami.resource_cores: 0}
+    for node in ctx.api.items("/api/v1/nodes"):
+        for resource in registered:
+            registered[resource] += int(node["status"].get("allocatable", {}).get(resource, "0"))
+    requested = {ctx.hami.resource_mem: 0, ctx.hami.resource_cores: 0}
+    pending = []
+    for team in sorted({g.team for g in workload.pods}):
+        for pod in ctx.api.items(f"/api/v1/namespaces/{team}/pods"):
+            limits = pod["spec"]["containers"][0]["resources"]["limits"]
+            if pod.get("status", {}).get("phase") == "Running":
+                for resource in requested:
+                    requested[resource] += int(limits.get(resource, "0"))
+            else:
+                conditions = pod.get("status", {}).get("conditions", [])
+                reason = next((c.get("message", "") for c in conditions if c["type"] == "PodScheduled"), "")
+                pending.append(f"{team}/{pod['metadata']['name']}: {reason or 'not scheduled yet'}")
+        for event in ctx.api.items(f"/api/v1/namespaces/{team}/events"):
+            if event.get("reason") == "FailedCreate":
+                pending.append(f"{team}/{event['involvedObject']['name']}: {event.get('message', '')}")
+    pool_types = {**_pool_types(ctx, workload.stack)}
+    wanted = sum(group.count for group in workload.pods)
+    return {
+        "stack": workload.stack,
+        "pods": wanted,
+        "running": running,
+        "seconds_to_settle": round(settled_s, 1),
+        "nodes_by_type": by_type,
+        "usd_per_hour": usd,
+        "gpu_memory_used_percent": _percent(requested[ctx.hami.resource_mem], registered[ctx.hami.resource_mem]),
+        "gpu_cores_used_percent": _percent(requested[ctx.hami.resource_cores], registered[ctx.hami.resource_cores]),
+        "one_pod_per_whole_gpu_usd_per_hour": whole_gpu_cost(catalog, pool_types, workload),
+        "fractional_lower_bound_usd_per_hour": fractional_lower_bound(catalog, pool_types, workload),
+        "pending": sorted(set(pending)),
+    }
+
+
+def _percent(used: int, available: int) -> float:
+    return round(100 * used / available, 1) if available else math.nan
+
+
+def table(result: dict[str, Any]) -> str:
+    lines = [
+        f"stack {result['stack']}: {result['running']}/{result['pods']} pods running after "
+        f"{result['seconds_to_settle']:.0f} s",
+        "nodes: " + ", ".join(f"{n} x {t}" for t, n in sorted(result["nodes_by_type"].items())),
+        f"cost: ${result['usd_per_hour']}/h (one pod per whole GPU: ${result['one_pod_per_whole_gpu_usd_per_hour']}/h, "
+        f"fractional lower bound: ${result['fractional_lower_bound_usd_per_hour']}/h)",
+        f"GPU memory used {result['gpu_memory_used_percent']}%, GPU cores used {result['gpu_cores_used_percent']}% "
+        "of what the nodes registered",
+    ]
+    lines += [f"pending: {reason}" for reason in result["pending"]]
+    return "\n".join(lines)

@@ -1,0 +1,63 @@
+"""`make simulate`: the workload file and the comparison figures, without the rig."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from e2e.simulate import Workload, fractional_lower_bound, load_workload, whole_gpu_cost
+from gpushare.catalog import load_catalog
+from gpushare.errors import UserError
+from tests.conftest import ROOT
+
+CATALOG = load_catalog()
+MIX = ROOT / "examples" / "workloads" / "inference-mix.yaml"
+
+
+def test_the_shipped_mix_is_60_pods_of_2_to_12_gib_on_pools_of_its_stack(plans):
+    workload = load_workload(MIX)
+    assert sum(group.count for group in workload.pods) == 60
+    assert {group.gpu_memory_mib for group in workload.pods} <= set(range(2048, 12289))
+    pools = {
+        r["inputs"]["metadata"]["name"] for r in plans[workload.stack]["resources"] if r["type"].endswith(":NodePool")
+    }
+    assert {group.pool for group in workload.pods} <= pools
+
+
+def test_bad_workload_lists_every_problem(tmp_path: Path):
+    path = tmp_path / "w.yaml"
+    path.write_text("stack: staging\npods:\n  - name: A\n    team: t\n    pool: p\n    count: 0\n")
+    with pytest.raises(UserError) as caught:
+        load_workload(path)
+    lines = str(caught.value).splitlines()
+    assert [line.split(": ")[1] for line in lines] == [
+        "stack",
+        "pods[0].name",
+        "pods[0].count",
+        "pods[0].gpuMemoryMib",
+        "pods[0].gpuCores",
+    ]
+
+
+def _one(count: int, mib: int) -> Workload:
+    group = {"name": "g", "team": "t", "pool": "p", "count": count, "gpuMemoryMib": mib, "gpuCores": 10}
+    return Workload.model_validate({"stack": "dev", "pods": [group]})
+
+
+def test_whole_gpu_cost_takes_the_cheapest_gpu_of_the_pool():
+    pools = {"p": ["g5.xlarge", "g5.12xlarge"]}
+    per_gpu = min(
+        CATALOG.instance_type("g5.xlarge").on_demand_usd_per_hour,
+        CATALOG.instance_type("g5.12xlarge").on_demand_usd_per_hour / 4,
+    )
+    assert whole_gpu_cost(CATALOG, pools, _one(10, 2048)) == round(10 * per_gpu, 3)
+
+
+def test_lower_bound_is_below_whole_gpus_and_scales_with_memory():
+    pools = {"p": ["g5.xlarge", "g5.12xlarge"]}
+    small, large = _one(10, 2048), _one(10, 4096)
+    assert fractional_lower_bound(CATALOG, pools, small) < whole_gpu_cost(CATALOG, pools, small)
+    assert fractional_lower_bound(CATALOG, pools, large) == pytest.approx(
+        2 * fractional_lower_bound(CATALOG, pools, small), abs=0.002
+    )
