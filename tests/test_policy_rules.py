@@ -373,6 +373,31 @@ PROD_CASES = {
     ),
 }
 CASES |= {
+    "karpenter crds at another version": (
+        "karpenter-pieces-consistent",
+        lambda r: _set(release(r, "karpenter-crd"), ["version"], "1.14.1"),
+        ['Release karpenter-crd: version is "1.14.1"', "differ from the controller's 1.15.1"],
+    ),
+    "karpenter version with a v": (
+        "karpenter-pieces-consistent",
+        lambda r: _set(release(r, "karpenter"), ["version"], "v1.15.1"),
+        ['Release karpenter: version is "v1.15.1"', "without a leading v"],
+    ),
+    "node class that does not exist": (
+        "karpenter-pieces-consistent",
+        lambda r: _set(pool(r), ["spec", "template", "spec", "nodeClassRef", "name"], "default"),
+        ['NodePool g5-shared: spec.template.spec.nodeClassRef.name is "default"', "name one of: gpu"],
+    ),
+    "another cluster's discovery tag": (
+        "karpenter-pieces-consistent",
+        lambda r: _set(node_class(r), ["spec", "subnetSelectorTerms", 0, "tags", "karpenter.sh/discovery"], "other"),
+        ['EC2NodeClass gpu: spec.subnetSelectorTerms[0].tags["karpenter.sh/discovery"] is "other"', "use"],
+    ),
+    "cluster ownership tag on the node class": (
+        "karpenter-pieces-consistent",
+        lambda r: _set(node_class(r), ["spec", "tags", "kubernetes.io/cluster/gpushare-dev"], "owned"),
+        ['spec.tags["kubernetes.io/cluster/gpushare-dev"] is "owned"', "drop the tag"],
+    ),
     "admission policy for every namespace": (
         "team-admission-scoped",
         lambda r: _del(

@@ -1,0 +1,89 @@
+"""Karpenter's pieces agree with each other: CRDs and controller at one version (valid OCI tags), every
+NodePool's node class exists, and the node class discovers this cluster's subnets and security groups
+without the cluster-ownership tag Karpenter refuses."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from gpushare import names
+
+from .rule import Finding, Rule, finding
+from .stack import EC2_NODE_CLASS, NODE_POOL, StackView, sorted_by_name
+
+DISCOVERY_TAG = "karpenter.sh/discovery"
+# Karpenter charts are published to public.ecr.aws as OCI artifacts tagged `1.15.1`, never `v1.15.1`.
+OCI_TAG = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+$")
+SELECTORS = ("subnetSelectorTerms", "securityGroupSelectorTerms")
+
+
+def check(view: StackView, _config: None) -> Iterator[Finding]:
+    controller, crds = view.release(names.KARPENTER_CHART), view.release(names.KARPENTER_CRD_CHART)
+    for release in (r for r in (controller, crds) if r is not None):
+        version = release.get("version")
+        if not OCI_TAG.match(str(version)):
+            yield finding(
+                release,
+                "version",
+                version,
+                "Karpenter's OCI charts are tagged without a leading v",
+                "write it as 1.15.1",
+            )
+    if controller is not None and crds is not None and controller.get("version") != crds.get("version"):
+        yield finding(
+            crds,
+            "version",
+            crds.get("version"),
+            f"the CRDs differ from the controller's {controller.get('version')}: fields one knows the other refuses",
+            f"install karpenter-crd at {controller.get('version')}",
+        )
+    classes = {node_class.object_name: node_class for node_class in view.of_type(EC2_NODE_CLASS)}
+    for pool in sorted_by_name(view.of_type(NODE_POOL)):
+        ref = pool.get("spec", "template", "spec", "nodeClassRef") or {}
+        ec2 = ref.get("group") == names.EC2_NODE_CLASS_GROUP and ref.get("kind") == "EC2NodeClass"
+        if ec2 and ref.get("name") not in classes:
+            yield finding(
+                pool,
+                "spec.template.spec.nodeClassRef.name",
+                ref.get("name"),
+                "no EC2NodeClass of that name is in the stack, so Karpenter never launches for this pool",
+                f"name one of: {', '.join(sorted(classes)) or 'none (add the gpu EC2NodeClass)'}",
+            )
+    cluster = controller.get("values", "settings", "clusterName") if controller is not None else None
+    for node_class in sorted_by_name(classes.values()):
+        tags = node_class.get("spec", "tags") or {}
+        for key in sorted(k for k in tags if str(k).startswith("kubernetes.io/cluster/")):
+            yield finding(
+                node_class,
+                f'spec.tags["{key}"]',
+                tags[key],
+                "Karpenter refuses EC2NodeClasses that set the cluster-ownership tag (it sets it itself)",
+                "drop the tag",
+            )
+        for selector in SELECTORS:
+            for index, term in enumerate(node_class.get("spec", selector) or []):
+                discovered = (term.get("tags") or {}).get(DISCOVERY_TAG) if isinstance(term, dict) else None
+                if cluster is not None and discovered is not None and discovered != cluster:
+                    yield finding(
+                        node_class,
+                        f'spec.{selector}[{index}].tags["{DISCOVERY_TAG}"]',
+                        discovered,
+                        f"it selects another cluster's subnets or security groups than {cluster}'s",
+                        f"use {DISCOVERY_TAG}: {cluster}",
+                    )
+
+
+RULES = (
+    Rule(
+        name="karpenter-pieces-consistent",
+        description="Karpenter CRDs and controller share one OCI version, every NodePool's EC2NodeClass exists, "
+        "and the node class discovers this cluster without the cluster-ownership tag.",
+        why="Mismatched CRDs refuse fields, a missing node class launches nothing, another cluster's discovery "
+        "tag puts nodes in its subnets, and Karpenter rejects the ownership tag.",
+        remediation="Keep the values gpushare renders: one chart version, nodeClassRef gpu, discovery by cluster name.",
+        enforcement="mandatory",
+        severity="high",
+        check=check,
+    ),
+)
