@@ -31,6 +31,7 @@ EXPECTED = [
     ("eks-public-endpoint-restricted", "mandatory"),
     ("team-namespace-gpu-quota", "mandatory"),
     ("team-quota-within-pool-limits", "advisory"),
+    ("quota-keys-enforced", "mandatory"),
     ("karpenter-pieces-consistent", "mandatory"),
     ("team-admission-scoped", "mandatory"),
     ("team-scheduler-policy-applied", "mandatory"),

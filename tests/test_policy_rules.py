@@ -372,7 +372,32 @@ PROD_CASES = {
         ],
     ),
 }
+
+
+def _rename_key(mapping, old, new):
+    mapping[new] = mapping.pop(old)
+
+
 CASES |= {
+    "quota key without requests.": (
+        "quota-keys-enforced",
+        lambda r: _rename_key(
+            find(r, "ResourceQuota", "inference-gpu")["spec"]["hard"], "requests.nvidia.com/gpumem", "nvidia.com/gpumem"
+        ),
+        [
+            'ResourceQuota inference-gpu: spec.hard["nvidia.com/gpumem"] is "30720"',
+            "write it as requests.nvidia.com/gpumem",
+        ],
+    ),
+    "quota key as limits.": (
+        "quota-keys-enforced",
+        lambda r: _rename_key(
+            find(r, "ResourceQuota", "inference-gpu")["spec"]["hard"],
+            "requests.nvidia.com/gpu",
+            "limits.nvidia.com/gpu",
+        ),
+        ['spec.hard["limits.nvidia.com/gpu"] is "20"', "caps nothing"],
+    ),
     "karpenter crds at another version": (
         "karpenter-pieces-consistent",
         lambda r: _set(release(r, "karpenter-crd"), ["version"], "1.14.1"),

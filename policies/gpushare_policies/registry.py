@@ -12,7 +12,17 @@ from pydantic import ValidationError
 from gpushare.errors import UserError
 from gpushare.files import read_json
 
-from . import admission, karpenter_consistency, limits, observability, overlays, releases, safety, tenancy
+from . import (
+    admission,
+    karpenter_consistency,
+    limits,
+    observability,
+    overlays,
+    quota_keys,
+    releases,
+    safety,
+    tenancy,
+)
 from .rule import Level, Rule
 from .shape import check_shapes
 from .stack import StackView, plain
@@ -24,6 +34,7 @@ RULES: tuple[Rule, ...] = (
     + releases.RULES
     + safety.RULES
     + tenancy.RULES
+    + quota_keys.RULES
     + karpenter_consistency.RULES
     + admission.RULES
     + observability.RULES
