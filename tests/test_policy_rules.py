@@ -340,6 +340,16 @@ CASES = {
 INFERENCE_NODE_POLICY = "gpushare-inference-node-scheduler-policy"
 # Monitoring is on in prod only: these cases break the prod plan.
 PROD_CASES = {
+    "exclusive-only team without the webhook label": (
+        "hami-webhook-scope",
+        lambda r: _set(
+            find(r, "Namespace", "ml-research"), ["metadata", "annotations", "gpushare.io/pools"], "training"
+        ),
+        [
+            'Namespace ml-research: metadata.labels["hami.io/webhook"] not set',
+            "label the namespace hami.io/webhook=ignore",
+        ],
+    ),
     "webui for HAMi 2.9 metrics": (
         "monitoring-webui-reads-hami-metrics",
         lambda r: _set(release(r, "hami-webui"), ["version"], "1.2.0"),
@@ -379,6 +389,11 @@ def _rename_key(mapping, old, new):
 
 
 CASES |= {
+    "shared-pool team skips HAMi's webhook": (
+        "hami-webhook-scope",
+        lambda r: _set(find(r, "Namespace", "inference"), ["metadata", "labels", "hami.io/webhook"], "ignore"),
+        ['Namespace inference: metadata.labels["hami.io/webhook"] is "ignore"', "bypass hami-scheduler"],
+    ),
     "quota key without requests.": (
         "quota-keys-enforced",
         lambda r: _rename_key(

@@ -22,6 +22,7 @@ from . import (
     releases,
     safety,
     tenancy,
+    webhook_scope,
 )
 from .rule import Level, Rule
 from .shape import check_shapes
@@ -35,6 +36,7 @@ RULES: tuple[Rule, ...] = (
     + safety.RULES
     + tenancy.RULES
     + quota_keys.RULES
+    + webhook_scope.RULES
     + karpenter_consistency.RULES
     + admission.RULES
     + observability.RULES

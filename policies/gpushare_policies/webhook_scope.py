@@ -1,0 +1,63 @@
+"""HAMi's admission webhook sees exactly the team namespaces that use HAMi pools.
+
+HAMi's webhook hands every pod asking nvidia.com/gpu to hami-scheduler, which cannot place pods on nodes
+without HAMi; namespaces labelled hami.io/webhook=ignore are skipped. Teams on exclusive pools only need the
+label; teams on a HAMi pool must not have it, or their pods bypass HAMi's placement and isolation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gpushare import names
+
+from .kube import pools
+from .rule import Finding, Rule, finding
+from .stack import NAMESPACE, StackView, sorted_by_name
+
+LABEL, IGNORE = names.HAMI_WEBHOOK_IGNORE
+
+
+def check(view: StackView, _config: None) -> Iterator[Finding]:
+    sharing = {pool.name: pool.labels.get(names.SHARING_LABEL) for pool in pools(view)}
+    for namespace in sorted_by_name(view.of_type(NAMESPACE)):
+        labels = namespace.get("metadata", "labels") or {}
+        listed = (namespace.get("metadata", "annotations") or {}).get(names.TEAM_POOLS_ANNOTATION)
+        if names.TEAM_LABEL not in labels or not listed:
+            continue
+        team_pools = [name.strip() for name in str(listed).split(",") if name.strip() in sharing]
+        uses_hami = any(sharing[name] == names.SHARING_HAMI for name in team_pools)
+        ignored = labels.get(LABEL) == IGNORE
+        if uses_hami and ignored:
+            yield finding(
+                namespace,
+                f'metadata.labels["{LABEL}"]',
+                labels.get(LABEL),
+                "the team uses HAMi pools, but HAMi's webhook skips its pods: they bypass hami-scheduler and its "
+                "GPU memory isolation",
+                f"remove the {LABEL} label",
+            )
+        elif team_pools and not uses_hami and not ignored:
+            yield finding(
+                namespace,
+                f'metadata.labels["{LABEL}"]',
+                labels.get(LABEL),
+                "the team uses only exclusive pools, so HAMi's webhook sends its GPU pods to hami-scheduler, "
+                "which cannot place them",
+                f"label the namespace {LABEL}={IGNORE}",
+            )
+
+
+RULES = (
+    Rule(
+        name="hami-webhook-scope",
+        description="Team namespaces on exclusive pools only carry hami.io/webhook=ignore; namespaces of teams "
+        "on HAMi pools do not.",
+        why="Without the label exclusive-pool pods go to hami-scheduler and stay Pending; with it, shared-pool "
+        "pods bypass HAMi.",
+        remediation="Keep the label gpushare puts on namespaces of exclusive-only teams, and only there.",
+        enforcement="mandatory",
+        severity="high",
+        check=check,
+    ),
+)
