@@ -32,6 +32,7 @@ EXPECTED = [
     ("team-namespace-gpu-quota", "mandatory"),
     ("team-quota-within-pool-limits", "advisory"),
     ("quota-keys-enforced", "mandatory"),
+    ("hami-resource-names-consistent", "mandatory"),
     ("hami-webhook-scope", "mandatory"),
     ("karpenter-pieces-consistent", "mandatory"),
     ("team-admission-scoped", "mandatory"),

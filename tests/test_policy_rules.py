@@ -389,6 +389,25 @@ def _rename_key(mapping, old, new):
 
 
 CASES |= {
+    "overlay with a resource HAMi does not register": (
+        "hami-resource-names-consistent",
+        lambda r: _rename_key(overlay(r)["spec"]["capacity"], "nvidia.com/gpumem", "nvidia.com/gpu-memory"),
+        ['NodeOverlay g5-shared-g5-xlarge: spec.capacity["nvidia.com/gpu-memory"]', "resourceMem=nvidia.com/gpumem"],
+    ),
+    "HAMi renamed, quota not": (
+        "hami-resource-names-consistent",
+        lambda r: _set(release(r, "hami"), ["values", "resourceCores"], "nvidia.com/vgpu-cores"),
+        ['ResourceQuota inference-gpu: spec.hard["requests.nvidia.com/gpucores"]', "caps nothing"],
+    ),
+    "LimitRange default on an unknown resource": (
+        "hami-resource-names-consistent",
+        lambda r: _set(
+            find(r, "LimitRange", "inference-defaults")["spec"]["limits"][0],
+            ["default"],
+            {"nvidia.com/gpumemory": "1024"},
+        ),
+        ['LimitRange inference-defaults: spec.limits[0].default["nvidia.com/gpumemory"]', "applies to nothing"],
+    ),
     "shared-pool team skips HAMi's webhook": (
         "hami-webhook-scope",
         lambda r: _set(find(r, "Namespace", "inference"), ["metadata", "labels", "hami.io/webhook"], "ignore"),

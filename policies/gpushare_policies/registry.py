@@ -20,6 +20,7 @@ from . import (
     overlays,
     quota_keys,
     releases,
+    resource_names,
     safety,
     tenancy,
     webhook_scope,
@@ -36,6 +37,7 @@ RULES: tuple[Rule, ...] = (
     + safety.RULES
     + tenancy.RULES
     + quota_keys.RULES
+    + resource_names.RULES
     + webhook_scope.RULES
     + karpenter_consistency.RULES
     + admission.RULES

@@ -135,6 +135,10 @@ SHAPES: Final[dict[str, dict[str, str]]] = {
         "values.devicePlugin.tolerations[]": "obj",
         "values.devicePlugin.nvidiaNodeSelector": "obj",
         "values.devicePlugin.nvidianodeSelector": "obj",
+        "values.resourceName": "str",
+        "values.resourceMem": "str",
+        "values.resourceCores": "str",
+        "values.resourceMemPercentage": "str",
         "values.settings": "obj",
         "values.settings.featureGates": "obj",
         "values.nodeSelector": "obj",
@@ -156,6 +160,15 @@ SHAPES: Final[dict[str, dict[str, str]]] = {
         "spec.namespaceSelector.matchNames[]": "str",
     },
     NAMESPACE: {**_TEMPLATE},
+    "kubernetes:core/v1:LimitRange": {
+        **_TEMPLATE,
+        "spec": "obj",
+        "spec.limits[]": "obj",
+        "spec.limits[].default": "obj",
+        "spec.limits[].defaultRequest": "obj",
+        "spec.limits[].max": "obj",
+        "spec.limits[].min": "obj",
+    },
     **{
         f"kubernetes:admissionregistration.k8s.io/v1:{kind}": {
             **_TEMPLATE,
