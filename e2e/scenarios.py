@@ -60,10 +60,6 @@ class Context:
     hami: HamiDeviceConfig
 
 
-def _key(obj: dict[str, Any]) -> str:
-    return f"{obj['kind']}/{obj['metadata'].get('namespace', '')}/{obj['metadata']['name']}"
-
-
 def _namespaces_first(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(objects, key=lambda obj: obj["kind"] != "Namespace")
 
@@ -137,13 +133,12 @@ def _type_check_warnings(ctx: Context, policies: list[dict[str, Any]]) -> list[s
 # --- the running stack ---------------------------------------------------------------------------------
 
 
-def install_running_stack(ctx: Context, stack: str) -> list[dict[str, Any]]:
-    """Apply the stack as the rig runs it (NodePools on the KWOKNodeClass); returns what was applied."""
+def install_running_stack(ctx: Context, stack: str) -> None:
+    """Apply the stack as the rig runs it (NodePools on the KWOKNodeClass)."""
     objects = _namespaces_first(
         [for_rig(obj) for obj in ctx.plans[stack].objects if not obj["apiVersion"].startswith(MONITORING_GROUP)]
     )
     ctx.kubectl.apply([KWOK_NODE_CLASS, *objects])
-    return objects
 
 
 def _team_pool(ctx: Context, team: str, stack: str) -> str:
@@ -213,11 +208,6 @@ def _wait(what: str, condition: Callable[[], bool], timeout_s: float = SCALE_TIM
 
 def _events(ctx: Context, namespace: str) -> list[str]:
     return [f"{e.get('reason')}: {e.get('message')}" for e in ctx.api.items(f"/api/v1/namespaces/{namespace}/events")]
-
-
-def _scale(ctx: Context, deployment: dict[str, Any], replicas: int) -> None:
-    deployment["spec"]["replicas"] = replicas
-    ctx.kubectl.apply([deployment])
 
 
 def _remove_and_wait_empty(ctx: Context, deployment: dict[str, Any]) -> float:
