@@ -121,29 +121,24 @@ class Cluster(pulumi.ComponentResource):
         # The cluster security group admits only itself: whoever runs the next `pulumi up` (or kubectl)
         # against the private endpoint must be let in on 443.
         endpoint = cluster.endpoint
-        for index, cidr in enumerate(endpoint.private_access_cidrs):
+        sources = [
+            *(("cidr", i, {"cidr_ipv4": cidr}) for i, cidr in enumerate(endpoint.private_access_cidrs)),
+            *(
+                ("sg", i, {"referenced_security_group_id": group})
+                for i, group in enumerate(endpoint.private_access_security_group_ids)
+            ),
+        ]
+        for kind, index, source in sources:
             aws.vpc.SecurityGroupIngressRule(
-                f"{cluster.name}-api-cidr-{index}",
+                f"{cluster.name}-api-{kind}-{index}",
                 security_group_id=self.eks_cluster.cluster_security_group_id,
-                cidr_ipv4=cidr,
                 ip_protocol="tcp",
                 from_port=443,
                 to_port=443,
                 description="Kubernetes API (private endpoint)",
                 tags=cluster.tags,
                 opts=child,
-            )
-        for index, group in enumerate(endpoint.private_access_security_group_ids):
-            aws.vpc.SecurityGroupIngressRule(
-                f"{cluster.name}-api-sg-{index}",
-                security_group_id=self.eks_cluster.cluster_security_group_id,
-                referenced_security_group_id=group,
-                ip_protocol="tcp",
-                from_port=443,
-                to_port=443,
-                description="Kubernetes API (private endpoint)",
-                tags=cluster.tags,
-                opts=child,
+                **source,
             )
         # Karpenter's EC2NodeClass selects node security groups by this discovery tag.
         aws.ec2.Tag(
@@ -215,9 +210,7 @@ class Cluster(pulumi.ComponentResource):
         role = aws.iam.Role(
             f"{cluster_name}-ebs-csi",
             name=ebs_csi_role_name(cluster_name),
-            assume_role_policy=json.dumps(
-                iam.service_trust_policy("pods.eks.amazonaws.com", ("sts:AssumeRole", "sts:TagSession"))
-            ),
+            assume_role_policy=json.dumps(iam.POD_IDENTITY_TRUST_POLICY),
             tags=tags,
             opts=child,
         )

@@ -115,9 +115,7 @@ class Karpenter(pulumi.ComponentResource):
         self.controller_role = aws.iam.Role(
             f"{cluster_name}-karpenter-controller",
             name=controller_role_name(cluster_name),
-            assume_role_policy=json.dumps(
-                iam.service_trust_policy("pods.eks.amazonaws.com", ("sts:AssumeRole", "sts:TagSession"))
-            ),
+            assume_role_policy=json.dumps(iam.POD_IDENTITY_TRUST_POLICY),
             tags=tags,
             opts=child,
         )

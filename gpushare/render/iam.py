@@ -237,3 +237,9 @@ def service_trust_policy(service: str, actions: tuple[str, ...] = ("sts:AssumeRo
         "Version": "2012-10-17",
         "Statement": [{"Effect": "Allow", "Principal": {"Service": service}, "Action": list(actions)}],
     }
+
+
+# What EKS Pod Identity assumes for a pod's service account (it also tags the session).
+POD_IDENTITY_TRUST_POLICY: dict[str, Any] = service_trust_policy(
+    "pods.eks.amazonaws.com", ("sts:AssumeRole", "sts:TagSession")
+)
