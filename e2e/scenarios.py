@@ -142,8 +142,7 @@ def install_running_stack(ctx: Context, stack: str) -> None:
 
 
 def _team_pool(ctx: Context, team: str, stack: str) -> str:
-    [namespace] = [obj for obj in ctx.plans[stack].of_kind("Namespace") if obj["metadata"]["name"] == team]
-    return namespace["metadata"]["annotations"][names.TEAM_POOLS_ANNOTATION].split(",")[0]
+    return ctx.plans[stack].namespace(team)["metadata"]["annotations"][names.TEAM_POOLS_ANNOTATION].split(",")[0]
 
 
 def gpu_deployment(
@@ -191,7 +190,7 @@ def _running(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [pod for pod in pods if pod.get("status", {}).get("phase") == "Running"]
 
 
-def _nodeclaims(ctx: Context) -> list[dict[str, Any]]:
+def nodeclaims(ctx: Context) -> list[dict[str, Any]]:
     return ctx.api.items("/apis/karpenter.sh/v1/nodeclaims")
 
 
@@ -213,14 +212,14 @@ def _events(ctx: Context, namespace: str) -> list[str]:
 def _remove_and_wait_empty(ctx: Context, deployment: dict[str, Any]) -> float:
     """Delete the workload; seconds until Karpenter has consolidated every GPU node away."""
     ctx.kubectl.delete([deployment])
-    return _wait("every NodeClaim consolidated away", lambda: not _nodeclaims(ctx), 240)
+    return _wait("every NodeClaim consolidated away", lambda: not nodeclaims(ctx), 240)
 
 
-def _nodes_by_type(ctx: Context) -> dict[str, int]:
-    return dict(Counter(claim["metadata"]["labels"]["node.kubernetes.io/instance-type"] for claim in _nodeclaims(ctx)))
+def nodes_by_type(ctx: Context) -> dict[str, int]:
+    return dict(Counter(claim["metadata"]["labels"]["node.kubernetes.io/instance-type"] for claim in nodeclaims(ctx)))
 
 
-def _usd_per_hour(ctx: Context, by_type: dict[str, int]) -> float:
+def usd_per_hour(ctx: Context, by_type: dict[str, int]) -> float:
     return round(sum(ctx.catalog.instance_type(t).on_demand_usd_per_hour * n for t, n in by_type.items()), 3)
 
 
@@ -230,11 +229,15 @@ def seed_scale_up(ctx: Context, stack: str, team: str) -> Result:
     deployment = gpu_deployment(ctx, "gpu-inference", team, pool, 3, {"cores": 50, "mem_mib": 4096})
     ctx.kubectl.apply([deployment])
     seconds = _wait("3 gpu-inference pods Running", lambda: len(_running(_pods(ctx, team, "gpu-inference"))) == 3)
-    claims = _nodeclaims(ctx)
-    not_initialized = [c["metadata"]["name"] for c in claims if _condition(c, "Initialized").get("status") != "True"]
-    if not_initialized:
-        raise ScenarioFailure(f"NodeClaims not initialized: {not_initialized}")
-    by_type = _nodes_by_type(ctx)
+    # Karpenter may still be bringing up a claim it launched while the pods were pending: every claim must
+    # initialize (the device plugins register), not only the ones the pods landed on.
+    _wait(
+        "every NodeClaim Initialized",
+        lambda: all(_condition(c, "Initialized").get("status") == "True" for c in nodeclaims(ctx)),
+        60,
+    )
+    claims = nodeclaims(ctx)
+    by_type = nodes_by_type(ctx)
     [quota] = ctx.api.items(f"/api/v1/namespaces/{team}/resourcequotas")
     used = quota["status"].get("used", {})
     expected = {
@@ -253,7 +256,7 @@ def seed_scale_up(ctx: Context, stack: str, team: str) -> Result:
         "pool": pool,
         "seconds_to_running": round(seconds, 1),
         "nodes_by_type": by_type,
-        "usd_per_hour": _usd_per_hour(ctx, by_type),
+        "usd_per_hour": usd_per_hour(ctx, by_type),
         "quota_used": {key: used[key] for key in expected},
         "alert_silent_for_s": silent_s,
     }
@@ -288,7 +291,7 @@ def several_nodes(ctx: Context, stack: str, team: str, replicas: int) -> Result:
     seconds = _wait(
         f"{replicas} gpu-batch pods Running", lambda: len(_running(_pods(ctx, team, "gpu-batch"))) == replicas
     )
-    by_type = _nodes_by_type(ctx)
+    by_type = nodes_by_type(ctx)
     vgpu_cores = sum(
         int(node["status"]["allocatable"].get(ctx.hami.resource_cores, "0"))
         for node in ctx.api.items("/api/v1/nodes")
@@ -301,7 +304,7 @@ def several_nodes(ctx: Context, stack: str, team: str, replicas: int) -> Result:
         "cheapest_single_type": cheapest,
         "seconds_to_running": round(seconds, 1),
         "nodes_by_type": by_type,
-        "usd_per_hour": _usd_per_hour(ctx, by_type),
+        "usd_per_hour": usd_per_hour(ctx, by_type),
         "gpucores_registered": vgpu_cores,
         "gpucores_requested": 25 * replicas,
     }
@@ -321,12 +324,8 @@ def _cheapest_single_type(
     ctx: Context, pool: str, replicas: int, cpu_millis: int, cores: int, stack: str
 ) -> dict[str, Any]:
     """The cheapest way to hold the pods on nodes of one pool type (kwok reserves 100m CPU per node)."""
-    [nodepool] = [p for p in ctx.plans[stack].of_kind("NodePool") if p["metadata"]["name"] == pool]
-    [types] = [
-        r["values"] for r in nodepool["spec"]["template"]["spec"]["requirements"] if r["key"].endswith("instance-type")
-    ]
     options = []
-    for name in types:
+    for name in ctx.plans[stack].pool_instance_types()[pool]:
         itype = ctx.catalog.instance_type(name)
         per_node = min((itype.vcpu * 1000 - 100) // cpu_millis, itype.gpu_count * 100 // cores)
         if per_node:
@@ -348,8 +347,8 @@ def no_overlays(ctx: Context, stack: str, team: str) -> Result:
         ctx.kubectl.apply([deployment])
         needle = "no instance type has enough resources"
         seconds = _wait(f"a Karpenter event '{needle}'", lambda: any(needle in e for e in _events(ctx, team)), 90)
-        if _nodeclaims(ctx):
-            raise ScenarioFailure(f"Karpenter launched {len(_nodeclaims(ctx))} NodeClaims without overlays")
+        if nodeclaims(ctx):
+            raise ScenarioFailure(f"Karpenter launched {len(nodeclaims(ctx))} NodeClaims without overlays")
     finally:
         ctx.kubectl.delete([deployment])
         ctx.kubectl.apply(overlays)
@@ -370,11 +369,11 @@ def resource_not_registered(ctx: Context, stack: str, team: str) -> Result:
         ctx.kubectl.apply([deployment])
 
         def stuck() -> bool:
-            claims = _nodeclaims(ctx)
+            claims = nodeclaims(ctx)
             return bool(claims) and _condition(claims[0], "Initialized").get("reason") == "ResourceNotRegistered"
 
         seconds = _wait("a NodeClaim Initialized=Unknown, reason ResourceNotRegistered", stuck)
-        [claim] = _nodeclaims(ctx)
+        [claim] = nodeclaims(ctx)
         condition = _condition(claim, "Initialized")
         name = claim["metadata"]["name"]
 
@@ -389,13 +388,13 @@ def resource_not_registered(ctx: Context, stack: str, team: str) -> Result:
         # Empty now: a consolidatable node would go within consolidateAfter; an uninitialized one must stay.
         hold_s = 45
         time.sleep(hold_s)
-        remaining = [c["metadata"]["name"] for c in _nodeclaims(ctx)]
+        remaining = [c["metadata"]["name"] for c in nodeclaims(ctx)]
         if claim["metadata"]["name"] not in remaining:
             raise ScenarioFailure("the uninitialized NodeClaim was consolidated")
     finally:
         ctx.kubectl.delete([deployment])
         ctx.agent.unplugged_pools.discard(pool)
-    gone = _wait("the NodeClaim to initialize and consolidate once the plugin runs", lambda: not _nodeclaims(ctx), 240)
+    gone = _wait("the NodeClaim to initialize and consolidate once the plugin runs", lambda: not nodeclaims(ctx), 240)
     return Result(
         "resource-not-registered",
         True,
@@ -424,11 +423,11 @@ def cpu_limit_blocks_second_node(ctx: Context, stack: str, team: str) -> Result:
         ctx.kubectl.apply([deployment])
         seconds = _wait(f"a Karpenter event '{needle}'", lambda: any(needle in e for e in _events(ctx, team)))
         _wait("one pod Running", lambda: len(_running(_pods(ctx, team, "cpu-limited"))) == 1)
-        by_type = _nodes_by_type(ctx)
+        by_type = nodes_by_type(ctx)
     finally:
         ctx.kubectl.delete([deployment])
         ctx.kubectl.apply([nodepool])
-    _wait("every NodeClaim consolidated away", lambda: not _nodeclaims(ctx), 240)
+    _wait("every NodeClaim consolidated away", lambda: not nodeclaims(ctx), 240)
     return Result(
         "cpu-limit",
         True,
@@ -465,7 +464,7 @@ def diagnostics(ctx: Context, namespaces: list[str]) -> list[str]:
     """What a failed scenario leaves behind: NodeClaim conditions, recent events, Karpenter's last lines."""
     lines = []
     try:
-        claims = _nodeclaims(ctx)
+        claims = nodeclaims(ctx)
     except ApiError as error:
         claims = []
         lines.append(f"NodeClaims not readable: {error}")
@@ -485,11 +484,6 @@ def diagnostics(ctx: Context, namespaces: list[str]) -> list[str]:
     return lines
 
 
-def _namespace(ctx: Context, stack: str, team: str) -> dict[str, Any]:
-    [namespace] = [obj for obj in ctx.plans[stack].of_kind("Namespace") if obj["metadata"]["name"] == team]
-    return namespace
-
-
 def _admitted(ctx: Context, pod: dict[str, Any]) -> dict[str, Any]:
     """The pod as the API server would store it, after every admission plugin (server-side dry run)."""
     return json.loads(ctx.kubectl.run(*ctx.kubectl.APPLY, "--dry-run=server", "-o", "json", objects=[pod]))
@@ -498,7 +492,7 @@ def _admitted(ctx: Context, pod: dict[str, Any]) -> dict[str, Any]:
 def team_admission(ctx: Context, stack: str, team: str) -> Result:
     """The team's admission policies, evaluated by the API server on pods that ask HAMi resources."""
     pool = _team_pool(ctx, team, stack)
-    annotations = _namespace(ctx, stack, team)["metadata"].get("annotations", {})
+    annotations = ctx.plans[stack].namespace(team)["metadata"].get("annotations", {})
     expected = {
         "hami.io/node-scheduler-policy": annotations["gpushare.io/node-scheduler-policy"],
         "hami.io/gpu-scheduler-policy": annotations["gpushare.io/gpu-scheduler-policy"],
@@ -524,10 +518,7 @@ def team_admission(ctx: Context, stack: str, team: str) -> Result:
     if kept != own["hami.io/node-scheduler-policy"]:
         raise ScenarioFailure(f"a pod's own scheduler policy was overwritten with {kept}")
     priority = (plain["spec"].get("priorityClassName"), plain["spec"].get("priority"))
-    [node_pool] = [p for p in ctx.plans[stack].of_kind("NodePool") if p["metadata"]["name"] == pool]
-    [types] = [
-        r["values"] for r in node_pool["spec"]["template"]["spec"]["requirements"] if r["key"].endswith("instance-type")
-    ]
+    types = ctx.plans[stack].pool_instance_types()[pool]
     largest_mib = max(ctx.catalog.gpu_model_of(ctx.catalog.instance_type(t)).nvml_memory_mib for t in types)
     try:
         _admitted(ctx, pod("too-big", {}, largest_mib + 1))

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import math
 import time
-from collections import Counter
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from e2e.errors import RigError
-from e2e.scenarios import Context, _nodeclaims, gpu_deployment
+from e2e.scenarios import Context, gpu_deployment, nodeclaims, nodes_by_type, usd_per_hour
 from gpushare.catalog import Catalog
 from gpushare.errors import UserError, key_path
 from gpushare.files import read_yaml
@@ -97,15 +96,6 @@ def fractional_lower_bound(catalog: Catalog, pool_types: dict[str, list[str]], w
     return round(requested * per_mib, 3)
 
 
-def _pool_types(ctx: Context, stack: str) -> dict[str, list[str]]:
-    return {
-        pool["metadata"]["name"]: next(
-            r["values"] for r in pool["spec"]["template"]["spec"]["requirements"] if r["key"].endswith("instance-type")
-        )
-        for pool in ctx.plans[stack].of_kind("NodePool")
-    }
-
-
 def _deployment(ctx: Context, group: PodGroup) -> dict[str, Any]:
     deployment = gpu_deployment(
         ctx,
@@ -126,7 +116,7 @@ def _state(ctx: Context, workload: Workload) -> tuple[int, int, int]:
         for team in {g.team for g in workload.pods}
         for pod in ctx.api.items(f"/api/v1/namespaces/{team}/pods")
     )
-    claims = _nodeclaims(ctx)
+    claims = nodeclaims(ctx)
     initializing = sum(
         not any(
             c["type"] == "Initialized" and c["status"] == "True" for c in claim.get("status", {}).get("conditions", [])
@@ -159,8 +149,7 @@ def simulate(ctx: Context, workload: Workload) -> dict[str, Any]:
 
 def _measure(ctx: Context, workload: Workload, running: int, settled_s: float) -> dict[str, Any]:
     catalog = ctx.catalog
-    by_type = dict(Counter(c["metadata"]["labels"]["node.kubernetes.io/instance-type"] for c in _nodeclaims(ctx)))
-    usd = round(sum(catalog.instance_type(t).on_demand_usd_per_hour * n for t, n in by_type.items()), 3)
+    by_type = nodes_by_type(ctx)
     registered = {ctx.hami.resource_mem: 0, ctx.hami.resource_cores: 0}
     for node in ctx.api.items("/api/v1/nodes"):
         for resource in registered:
@@ -180,7 +169,7 @@ def _measure(ctx: Context, workload: Workload, running: int, settled_s: float) -
         for event in ctx.api.items(f"/api/v1/namespaces/{team}/events"):
             if event.get("reason") == "FailedCreate":
                 pending.append(f"{team}/{event['involvedObject']['name']}: {event.get('message', '')}")
-    pool_types = {**_pool_types(ctx, workload.stack)}
+    pool_types = ctx.plans[workload.stack].pool_instance_types()
     wanted = sum(group.count for group in workload.pods)
     return {
         "stack": workload.stack,
@@ -188,7 +177,7 @@ def _measure(ctx: Context, workload: Workload, running: int, settled_s: float) -
         "running": running,
         "seconds_to_settle": round(settled_s, 1),
         "nodes_by_type": by_type,
-        "usd_per_hour": usd,
+        "usd_per_hour": usd_per_hour(ctx, by_type),
         "gpu_memory_used_percent": _percent(requested[ctx.hami.resource_mem], registered[ctx.hami.resource_mem]),
         "gpu_cores_used_percent": _percent(requested[ctx.hami.resource_cores], registered[ctx.hami.resource_cores]),
         "one_pod_per_whole_gpu_usd_per_hour": whole_gpu_cost(catalog, pool_types, workload),

@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from e2e.errors import RigError
+from gpushare import names
 
 ROOT = Path(__file__).resolve().parent.parent
 KWOK_NODE_CLASS = {
@@ -37,6 +38,21 @@ class Plan:
 
     def of_kind(self, kind: str) -> list[dict[str, Any]]:
         return [obj for obj in self.objects if obj["kind"] == kind]
+
+    def namespace(self, name: str) -> dict[str, Any]:
+        [namespace] = [obj for obj in self.of_kind("Namespace") if obj["metadata"]["name"] == name]
+        return namespace
+
+    def pool_instance_types(self) -> dict[str, list[str]]:
+        """NodePool name -> the instance types its requirements allow."""
+        return {
+            pool["metadata"]["name"]: next(
+                r["values"]
+                for r in pool["spec"]["template"]["spec"]["requirements"]
+                if r["key"] == names.INSTANCE_TYPE_LABEL
+            )
+            for pool in self.of_kind("NodePool")
+        }
 
 
 def write_plan(stack: str, out: Path, stack_file: Path | None = None) -> Path:
