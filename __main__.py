@@ -14,6 +14,7 @@ from components.monitoring import Monitoring, MonitoringArgs
 from components.network import Network
 from components.tenancy import Tenancy
 from gpushare import names
+from gpushare.capacity import pool_plans
 from gpushare.config import load_stack_config
 from gpushare.errors import UserError
 from gpushare.render.monitoring import monitoring_objects, monitoring_releases
@@ -70,12 +71,12 @@ pulumi.export("karpenterControllerRoleArn", karpenter.controller_role.arn)
 pulumi.export(
     "pools",
     {
-        pool.name: {
-            "sharing": pool.sharing,
-            "instanceTypes": list(pool.instance_types),
-            "vgpusPerNode": {c.instance_type: c.vgpus for c in config.capacities.get(pool.name, ())},
-            "gpuLimit": config.pool_vgpu_limit(pool),
+        plan.name: {
+            "sharing": plan.sharing,
+            "instanceTypes": [node.instance_type for node in plan.nodes],
+            "vgpusPerNode": {c.instance_type: c.vgpus for c in plan.capacities},
+            "gpuLimit": plan.gpu_limit,
         }
-        for pool in config.pools
+        for plan in pool_plans(config).values()
     },
 )

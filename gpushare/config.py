@@ -10,15 +10,15 @@ import ipaddress
 import json
 import re
 from collections.abc import Mapping
-from functools import cached_property
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from gpushare import compat, names
+from gpushare.capacity import pool_plans, total_supply
 from gpushare.catalog import Catalog, load_catalog
 from gpushare.errors import ConfigError, Problems, all_errors, key_path
-from gpushare.hami import CapacityError, NodeCapacity, SharingProfile, node_capacity
+from gpushare.hami import CapacityError, SharingProfile, node_capacity
 
 PROJECT = "gpushare"
 DNS_LABEL = r"^[a-z]([-a-z0-9]{0,30}[a-z0-9])?$"
@@ -644,24 +644,6 @@ class StackConfig(_Model):
     def pool(self, name: str) -> PoolConfig:
         return next(p for p in self.pools if p.name == name)
 
-    @cached_property
-    def capacities(self) -> dict[str, tuple[NodeCapacity, ...]]:
-        """HAMi pool name -> what each of its instance types registers (exclusive pools have none)."""
-        catalog = load_catalog()
-        return {
-            pool.name: tuple(
-                node_capacity(catalog, catalog.instance_type(t), self.hami.profile) for t in pool.instance_types
-            )
-            for pool in self.pools
-            if pool.sharing == names.SHARING_HAMI
-        }
-
-    def pool_vgpu_limit(self, pool: PoolConfig) -> int:
-        """The NodePool's nvidia.com/gpu limit: vGPUs on shared pools (overlays raise it), GPUs otherwise."""
-        if pool.sharing == names.SHARING_HAMI:
-            return pool.max_gpus * self.hami.profile.device_split_count
-        return pool.max_gpus
-
 
 CONFIG_KEYS = ("cluster", "karpenter", "hami", "nvidiaDevicePlugin", "pools", "teams", "monitoring")
 
@@ -810,25 +792,17 @@ def _check_admission(config: StackConfig, index: int, team: TeamConfig) -> None:
 
 def _check_quota(config: StackConfig, index: int, team: TeamConfig) -> None:
     """A quota above what the team's pools can ever provide is a planning mistake, not headroom."""
-    pools = [config.pool(name) for name in team.pools]
-    limits = {
-        "gpus": sum(config.pool_vgpu_limit(p) for p in pools),
-        "gpuMemoryMib": sum(
-            p.max_gpus * max(c.vgpu_max_memory_mib for c in config.capacities[p.name])
-            for p in pools
-            if p.sharing == names.SHARING_HAMI
-        ),
-        "gpuCores": sum(
-            p.max_gpus * max(c.gpu_cores // c.gpus for c in config.capacities[p.name])
-            for p in pools
-            if p.sharing == names.SHARING_HAMI
-        ),
+    plans = pool_plans(config)
+    can_supply = total_supply(plans[name].supply for name in team.pools)
+    asked = {
+        "gpus": (team.quota.gpus, names.GPU),
+        "gpuMemoryMib": (team.quota.gpu_memory_mib, names.GPU_MEMORY),
+        "gpuCores": (team.quota.gpu_cores, names.GPU_CORES),
     }
-    asked = {"gpus": team.quota.gpus, "gpuMemoryMib": team.quota.gpu_memory_mib, "gpuCores": team.quota.gpu_cores}
-    for field, value in asked.items():
-        if value > limits[field]:
+    for field, (value, resource) in asked.items():
+        if value > can_supply[resource]:
             raise ConfigError(
                 f"{PROJECT}:teams[{index}].quota.{field}",
-                f"{value} is more than pools {', '.join(team.pools)} can ever provide; "
-                f"allowed: at most {limits[field]}",
+                f"{value} is more than pools {', '.join(team.pools)} can ever provide (whole nodes within "
+                f"their maxGpus); allowed: at most {can_supply[resource]}",
             )

@@ -115,13 +115,14 @@ BAD_CONFIG = [
     (
         "vGPU quota too big",
         _set("gpushare:teams.1.quota.gpus", 41),
-        "gpushare:teams[1].quota.gpus: 41 is more than pools g4dn-shared can ever provide; allowed: at most 40",
+        "gpushare:teams[1].quota.gpus: 41 is more than pools g4dn-shared can ever provide (whole nodes within their "
+        "maxGpus); allowed: at most 40",
     ),
     (
         "memory quota too big",
         _set("gpushare:teams.1.quota.gpuMemoryMib", 61441),
-        "gpushare:teams[1].quota.gpuMemoryMib: 61441 is more than pools g4dn-shared can ever provide; "
-        "allowed: at most 61440",
+        "gpushare:teams[1].quota.gpuMemoryMib: 61441 is more than pools g4dn-shared can ever provide (whole "
+        "nodes within their maxGpus); allowed: at most 61440",
     ),
     (
         "cores quota too big",

@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from gpushare import names
+from gpushare.capacity import per_gpu_limits, pool_plans
 from gpushare.config import load_stack_config
 from gpushare.render import tenancy
 from gpushare.render.stack import kubernetes_objects
@@ -60,11 +61,12 @@ def test_workload_lands_on_a_pool_its_team_may_use(workload, rendered):
 @pytest.mark.parametrize("workload", WORKLOADS)
 def test_requests_fit_one_gpu_of_the_pool_and_have_quota_keys(workload, rendered, dev):
     pool = dev.pool(workload["spec"]["template"]["spec"]["nodeSelector"][names.POOL_LABEL])
-    per_gpu = tenancy.per_gpu_limits(dev, [pool])
+    plan = pool_plans(dev)[pool.name]
+    per_gpu = per_gpu_limits([plan])
     quota = rendered[("ResourceQuota", f"{workload['metadata']['namespace']}-gpu")]["spec"]["hard"]
     for limits in _limits(workload):
         assert set(limits) <= set(tenancy.HAMI_RESOURCES)
-        assert int(limits[names.GPU]) <= min(c.gpus for c in dev.capacities[pool.name])
+        assert int(limits[names.GPU]) <= min(c.gpus for c in plan.capacities)
         for resource, amount in limits.items():
             assert int(amount) <= per_gpu.get(resource, int(amount)), f"{resource} {amount} exceeds one GPU"
             if resource != names.GPU_MEMORY_PERCENTAGE:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gpushare import names
+from gpushare.capacity import per_gpu_limits, pool_plans
 from gpushare.config import load_stack_config
 from gpushare.errors import ConfigError
 from gpushare.render import tenancy
@@ -143,7 +144,7 @@ def test_standard_teams_on_older_clusters_get_no_mutating_policies(dev_raw):
 
 def test_per_gpu_limit_is_the_largest_gpu_of_the_team_pools(dev):
     # ml-research: g5 (A10G, 23028 MiB) and g4dn (T4, 15360 MiB); inference: g4dn only.
-    assert tenancy.per_gpu_limits(dev, [dev.pool(p) for p in dev.teams[0].pools]) == {
+    assert per_gpu_limits(pool_plans(dev)[p] for p in dev.teams[0].pools) == {
         names.GPU_MEMORY: 23028,
         names.GPU_CORES: 100,
         names.GPU_MEMORY_PERCENTAGE: 100,
@@ -163,7 +164,7 @@ def test_per_gpu_limit_follows_scaling_and_skips_exclusive_only_teams(prod_raw):
     prod_raw["gpushare:hami"]["profile"]["deviceCoreScaling"] = 0.5
     prod_raw["gpushare:teams"].append({"name": "trainers", "pools": ["training"], "quota": {"gpus": 8}})
     config = load_stack_config(prod_raw)
-    assert tenancy.per_gpu_limits(config, [config.pool("g5-shared")])[names.GPU_CORES] == 50
+    assert per_gpu_limits([pool_plans(config)["g5-shared"]])[names.GPU_CORES] == 50
     assert tenancy.per_gpu_limit_policy(config, config.teams[-1]) == []
 
 

@@ -19,6 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from gpushare.capacity import pool_plans
 from gpushare.catalog import load_catalog
 from gpushare.config import StackConfig, load_stack_config
 from gpushare.errors import UserError
@@ -99,23 +100,22 @@ def summary(config: StackConfig) -> str:
     catalog = load_catalog()
     header = ("pool", "sharing", "instance type", "GPUs", "vGPUs", "gpumem MiB", "gpucores", "nodes", "USD/node-h")
     rows: list[tuple[str, ...]] = [header]
-    for pool in config.pools:
-        limit = config.pool_vgpu_limit(pool)
-        capacities = {c.instance_type: c for c in config.capacities.get(pool.name, ())}
-        for type_name in pool.instance_types:
+    for plan in pool_plans(config, catalog).values():
+        capacities = {c.instance_type: c for c in plan.capacities}
+        for node in plan.nodes:
+            type_name = node.instance_type
             itype = catalog.instance_type(type_name)
             cap = capacities.get(type_name)
-            per_node = cap.vgpus if cap else itype.gpu_count
             rows.append(
                 (
-                    pool.name,
-                    pool.sharing,
+                    plan.name,
+                    plan.sharing,
                     type_name,
                     str(itype.gpu_count),
                     str(cap.vgpus) if cap else "-",
                     str(cap.gpu_memory_mib) if cap else "-",
                     str(cap.gpu_cores) if cap else "-",
-                    str(limit // per_node),
+                    str(plan.nodes_admitted(type_name)),
                     f"{itype.on_demand_usd_per_hour:.3f}",
                 )
             )

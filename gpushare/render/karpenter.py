@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 from gpushare import names
+from gpushare.capacity import pool_plans
 from gpushare.config import PoolConfig, StackConfig
 from gpushare.hami import NodeCapacity
 from gpushare.render.aws_names import interruption_queue_name, node_role_name
@@ -62,7 +63,7 @@ def node_pool(config: StackConfig, pool: PoolConfig) -> dict[str, Any]:
                 },
             },
             # Only the GPU count is limited: a cpu/memory limit below one node's size blocks that type.
-            "limits": {names.GPU: str(config.pool_vgpu_limit(pool))},
+            "limits": {names.GPU: str(pool_plans(config)[pool.name].gpu_limit)},
             "disruption": {
                 "consolidationPolicy": disruption.consolidation_policy,
                 "consolidateAfter": disruption.consolidate_after,
@@ -120,7 +121,7 @@ def node_overlay(pool: PoolConfig, capacity: NodeCapacity) -> dict[str, Any]:
 
 def node_overlays(config: StackConfig, pool: PoolConfig) -> list[dict[str, Any]]:
     """Overlays for a HAMi pool, one per instance type; exclusive pools need none."""
-    return [node_overlay(pool, capacity) for capacity in config.capacities.get(pool.name, ())]
+    return [node_overlay(pool, capacity) for capacity in pool_plans(config)[pool.name].capacities]
 
 
 def ec2_node_class(config: StackConfig) -> dict[str, Any]:

@@ -14,7 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 from gpushare import compat, names
-from gpushare.config import PoolConfig, Priority, StackConfig, TeamConfig
+from gpushare.capacity import per_gpu_limits, pool_plans
+from gpushare.config import Priority, StackConfig, TeamConfig
 
 ADMISSION_API = "admissionregistration.k8s.io/v1"
 # Resources a HAMi pod asks for (the names HAMi's chart values resourceName/resourceMem/... register).
@@ -237,19 +238,6 @@ def mutating_policies(config: StackConfig, team: TeamConfig) -> list[dict[str, A
     return objects
 
 
-def per_gpu_limits(config: StackConfig, pools: list[PoolConfig]) -> dict[str, int]:
-    """Resource -> the most one container may ask, in request units: one vGPU lives on one GPU, so the largest
-    GPU of the HAMi pools bounds gpumem (MiB / memoryFactor), gpucores and gpumem-percentage."""
-    capacities = [c for pool in pools if pool.sharing == names.SHARING_HAMI for c in config.capacities[pool.name]]
-    if not capacities:
-        return {}
-    return {
-        names.GPU_MEMORY: max(c.vgpu_max_memory_mib for c in capacities) // config.hami.profile.memory_factor,
-        names.GPU_CORES: max(c.gpu_cores // c.gpus for c in capacities),
-        names.GPU_MEMORY_PERCENTAGE: 100,
-    }
-
-
 def _within(resource: str, limit: int) -> str:
     """CEL: no container requests or limits more than `limit` of `resource`."""
     fits = [
@@ -264,7 +252,8 @@ def per_gpu_limit_policy(config: StackConfig, team: TeamConfig) -> list[dict[str
     """A ValidatingAdmissionPolicy + binding refusing pods whose per-container HAMi request no GPU of the team's
     pools can hold (Karpenter would launch a multi-GPU node that can never run it, again and again)."""
     pools = [config.pool(name) for name in team.pools]
-    limits = per_gpu_limits(config, pools)
+    plans = pool_plans(config)
+    limits = per_gpu_limits(plans[name] for name in team.pools)
     if not limits:
         return []
     name = f"gpushare-{team.name}-per-gpu-limit"

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from decimal import Decimal
 
 from gpushare import names
+from gpushare.capacity import QUOTA_RESOURCES, NodeShape, supply, total_supply
 
 from .hami import Hami
 from .kube import Pool, pools, quantity
@@ -45,20 +45,20 @@ def check_quota_present(view: StackView, _config: None) -> Iterator[Finding]:
             )
 
 
-def _pool_supply(view: StackView, hami: Hami | None, pool: Pool, key: str) -> Decimal | None:
-    """The most of `key` a pool can ever provide within its limits (None: unlimited or unknown)."""
+def _pool_supply(view: StackView, hami: Hami | None, pool: Pool) -> dict[str, int] | None:
+    """What a pool can ever provide within its limits, by the domain function the config check uses (None:
+    unlimited, or a type gpushare cannot size)."""
     gpu_limit = quantity(pool.limits.get(names.GPU)) if names.GPU in pool.limits else None
     if gpu_limit is None:
         return None
-    if key == names.GPU:
-        return gpu_limit
-    best = Decimal(0)
     pool_hami = sharing_hami(view, hami, pool)
+    shapes = []
     for instance_type in pool.instance_types or ():
         node = per_node(pool_hami, instance_type)
-        if key in node and node[names.GPU][0]:
-            best = max(best, (gpu_limit // node[names.GPU][0]) * node[key][0])
-    return best
+        if not node:
+            return None
+        shapes.append(NodeShape(instance_type, {key: int(amount) for key, (amount, _unit) in node.items()}))
+    return supply(shapes, int(gpu_limit))
 
 
 def check_quota_fits(view: StackView, _config: None) -> Iterator[Finding]:
@@ -68,21 +68,22 @@ def check_quota_fits(view: StackView, _config: None) -> Iterator[Finding]:
         if names.TEAM_LABEL not in (namespace.get("metadata", "labels") or {}):
             continue
         team_pools = _team_pools(namespace.get("metadata", "annotations", names.TEAM_POOLS_ANNOTATION), all_pools)
+        supplies = [_pool_supply(view, hami, pool) for pool in team_pools]
+        if not supplies or None in supplies:
+            continue
+        can_supply = total_supply(s for s in supplies if s is not None)
         for quota in _quotas(view, namespace.object_name):
-            for key in (names.GPU, names.GPU_MEMORY, names.GPU_CORES):
+            for key in QUOTA_RESOURCES:
                 value = (quota.get("spec", "hard") or {}).get(f"requests.{key}")
                 asked = quantity(value) if value is not None else None
-                supplies = [_pool_supply(view, hami, pool, key) for pool in team_pools]
-                if asked is None or not supplies or None in supplies:
-                    continue
-                total = sum(supplies, Decimal(0))
-                if asked > total:
+                total = can_supply[key]
+                if asked is not None and asked > total:
                     yield finding(
                         quota,
                         f'spec.hard["requests.{key}"]',
                         value,
-                        f"pools {', '.join(p.name for p in team_pools)} can provide at most {total} within their "
-                        "limits, so the quota promises the team capacity that never comes",
+                        f"pools {', '.join(p.name for p in team_pools)} can provide at most {total} (whole nodes "
+                        "within their limits), so the quota promises the team capacity that never comes",
                         f"lower it to {total} or raise the pools' limits",
                     )
 
