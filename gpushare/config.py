@@ -10,11 +10,11 @@ import ipaddress
 import json
 import re
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from gpushare import compat, names
+from gpushare import compat, images, names
 from gpushare.capacity import pool_plans, total_supply
 from gpushare.catalog import Catalog, load_catalog
 from gpushare.errors import ConfigError, Problems, all_errors, key_path
@@ -31,6 +31,26 @@ Priority = Literal["critical", "standard", "batch"]
 BUDGET_NODES = r"^((100|[0-9]{1,2})%|[0-9]+)$"
 BUDGET_DURATION = r"^(([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?$"
 BUDGET_SCHEDULE = r"^(@(annually|yearly|monthly|weekly|daily|midnight|hourly)|\S+( +\S+){4})$"
+
+
+def _upstream_registry(value: str) -> str:
+    if value not in images.UPSTREAM_REGISTRIES:
+        allowed = ", ".join(images.UPSTREAM_REGISTRIES)
+        raise ValueError(f"{value!r} is not a registry the stack pulls images from; allowed: {allowed}")
+    return value
+
+
+def _mirror_prefix(value: str) -> str:
+    if not re.fullmatch(images.MIRROR_PATTERN, value):
+        raise ValueError(
+            f"{value!r} is not a registry host[/path] in lower case, without scheme or trailing slash; allowed: "
+            "e.g. 123456789012.dkr.ecr.us-west-2.amazonaws.com/docker-hub"
+        )
+    return value
+
+
+UpstreamRegistry = Annotated[str, AfterValidator(_upstream_registry)]
+MirrorPrefix = Annotated[str, AfterValidator(_mirror_prefix)]
 
 
 class _Model(BaseModel):
@@ -640,18 +660,36 @@ class StackConfig(_Model):
     pools: tuple[PoolConfig, ...] = Field(min_length=1, description="GPU pools")
     teams: tuple[TeamConfig, ...] = Field(min_length=1, description="Teams sharing the pools")
     monitoring: MonitoringConfig = Field(default=MonitoringConfig(), description="Monitoring")
+    registry_mirrors: dict[UpstreamRegistry, MirrorPrefix] = Field(
+        default={},
+        alias="registryMirrors",
+        description="Upstream registry (docker.io, ghcr.io, nvcr.io, public.ecr.aws, quay.io, registry.k8s.io) -> "
+        "mirror prefix every image of that registry is pulled through, e.g. an ECR pull-through cache "
+        "<account>.dkr.ecr.<region>.amazonaws.com/docker-hub",
+    )
 
     def pool(self, name: str) -> PoolConfig:
         return next(p for p in self.pools if p.name == name)
 
 
-CONFIG_KEYS = ("cluster", "karpenter", "hami", "nvidiaDevicePlugin", "pools", "teams", "monitoring")
+CONFIG_KEYS = (
+    "cluster",
+    "karpenter",
+    "hami",
+    "nvidiaDevicePlugin",
+    "pools",
+    "teams",
+    "monitoring",
+    "registryMirrors",
+)
 
 
 def _config_key(loc: tuple[int | str, ...]) -> str:
     """pydantic location -> the key as a user writes it: `gpushare:pools[0].maxGpus`."""
     if not loc:
         return PROJECT
+    if loc[-1] == "[key]":  # pydantic's marker for a bad map key: the key itself names the place
+        loc = loc[:-1]
     head, *rest = loc
     return key_path("aws:region" if head == "region" else f"{PROJECT}:{head}", rest)
 

@@ -280,6 +280,27 @@ BAD_CONFIG = [
         "gpushare:teams[1].pools: lists g4dn-shared more than once",
     ),
     (
+        "mirror for a registry the stack never pulls from",
+        _set("gpushare:registryMirrors", {"gcr.io": "123456789012.dkr.ecr.us-west-2.amazonaws.com/gcr"}),
+        "gpushare:registryMirrors.gcr.io: 'gcr.io' is not a registry the stack pulls images from; allowed: "
+        "docker.io, ghcr.io, nvcr.io, public.ecr.aws, quay.io, registry.k8s.io",
+    ),
+    (
+        "mirror with a scheme",
+        _set("gpushare:registryMirrors", {"docker.io": "https://mirror.example.com/docker-hub"}),
+        "gpushare:registryMirrors.docker.io: 'https://mirror.example.com/docker-hub' is not a registry host[/path]",
+    ),
+    (
+        "mirror with a trailing slash",
+        _set("gpushare:registryMirrors", {"quay.io": "mirror.example.com/quay/"}),
+        "gpushare:registryMirrors.quay.io: 'mirror.example.com/quay/' is not a registry host[/path]",
+    ),
+    (
+        "mirrors not a map",
+        _set("gpushare:registryMirrors", ["docker.io"]),
+        "gpushare:registryMirrors: Input should be a valid dictionary",
+    ),
+    (
         "termination grace period not a duration",
         _set("gpushare:pools.0.disruption", {"terminationGracePeriod": "1 hour"}),
         "gpushare:pools[0].disruption.terminationGracePeriod:",
@@ -311,6 +332,20 @@ def test_every_problem_is_reported_not_only_the_first():
         "gpushare:pools[0].maxGpus",
         "gpushare:teams[1].quota.gpus",
     ]
+
+
+def test_every_bad_mirror_is_reported_and_good_ones_load():
+    raw = raw_stack("dev")
+    ecr = "123456789012.dkr.ecr.us-west-2.amazonaws.com"
+    raw["gpushare:registryMirrors"] = {"docker.io": "Mirror.example.com", "k8s.gcr.io": f"{ecr}/k8s", "nvcr.io": ecr}
+    with pytest.raises(ConfigError) as caught:
+        load_stack_config(raw)
+    assert [line.split(": ")[0] for line in str(caught.value).splitlines()] == [
+        "gpushare:registryMirrors.docker.io",
+        "gpushare:registryMirrors.k8s.gcr.io",
+    ]
+    raw["gpushare:registryMirrors"] = {"docker.io": f"{ecr}/docker-hub", "nvcr.io": "mirror.example.com:5000"}
+    assert load_stack_config(raw).registry_mirrors == raw["gpushare:registryMirrors"]
 
 
 def test_cross_key_problems_are_all_reported():

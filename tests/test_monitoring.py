@@ -11,6 +11,7 @@ import yaml
 from gpushare import names
 from gpushare.config import load_stack_config
 from gpushare.errors import ConfigError
+from gpushare.images import UPSTREAM_REGISTRIES as UPSTREAM
 from gpushare.render import monitoring
 from tests.conftest import ROOT, raw_stack
 from tests.test_wiring import by_type, one, urn
@@ -104,7 +105,7 @@ def test_no_floating_image_tags_in_monitoring_releases(prod):
 
 
 def test_exporter_runs_on_tainted_gpu_pools_only(prod):
-    values = monitoring.dcgm_exporter_values(prod.monitoring)
+    values = monitoring.dcgm_exporter_values(prod)
     assert monitoring.exporter_placement_problems(values) == []
     untolerated = {**values, "tolerations": [{"key": "node-role.kubernetes.io/control-plane", "operator": "Exists"}]}
     assert monitoring.exporter_placement_problems(untolerated) == [
@@ -181,8 +182,9 @@ def test_monitoring_is_wired_after_the_cluster_and_scraped_releases(plans):
 
 
 def test_every_monitoring_value_key_was_verified_in_the_pinned_chart(prod_raw):
+    mirrored = {**raw_stack("prod"), "gpushare:registryMirrors": {r: f"mirror.example.com/{r}" for r in UPSTREAM}}
     prod_raw["gpushare:monitoring"]["existingPrometheus"] = {"url": "http://prom.obs.svc:9090", "labels": {"a": "b"}}
-    for config in (load_stack_config(raw_stack("prod")), load_stack_config(prod_raw)):
+    for config in (load_stack_config(raw_stack("prod")), load_stack_config(prod_raw), load_stack_config(mirrored)):
         for release in monitoring.monitoring_releases(config):
             assert monitoring.unverified_value_keys(release.chart, release.version, release.values) == [], release.name
     assert monitoring.unverified_value_keys(

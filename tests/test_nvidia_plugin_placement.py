@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpushare.config import PoolConfig
+from gpushare.config import PoolConfig, StackConfig
 from gpushare.render.hami import nvidia_device_plugin_values
 from gpushare.render.karpenter import pool_labels
 
@@ -21,9 +21,9 @@ CHART_DEFAULT_NODE_SELECTOR_TERMS: list[list[dict[str, Any]]] = [
 ]
 
 
-def _admitted(labels: dict[str, str]) -> bool:
+def _admitted(config: StackConfig, labels: dict[str, str]) -> bool:
     """Scheduler semantics: OR over terms, AND over a term's expressions (only `In` occurs here)."""
-    values = nvidia_device_plugin_values()
+    values = nvidia_device_plugin_values(config)
     terms = CHART_DEFAULT_NODE_SELECTOR_TERMS
     override = values.get("affinity")
     if override:
@@ -40,13 +40,13 @@ def _pool(sharing: str) -> PoolConfig:
     return PoolConfig.model_validate({"name": "p", "instanceTypes": ["p4d.24xlarge"], "maxGpus": 8, "sharing": sharing})
 
 
-def test_exclusive_pool_nodes_run_the_nvidia_plugin() -> None:
-    assert _admitted(pool_labels(_pool("exclusive")))
+def test_exclusive_pool_nodes_run_the_nvidia_plugin(dev: StackConfig) -> None:
+    assert _admitted(dev, pool_labels(_pool("exclusive")))
 
 
-def test_hami_pool_nodes_never_run_it() -> None:
-    assert not _admitted(pool_labels(_pool("hami")))
+def test_hami_pool_nodes_never_run_it(dev: StackConfig) -> None:
+    assert not _admitted(dev, pool_labels(_pool("hami")))
 
 
-def test_values_do_not_pretend_to_remove_the_chart_affinity() -> None:
-    assert nvidia_device_plugin_values().get("affinity") != {}
+def test_values_do_not_pretend_to_remove_the_chart_affinity(dev: StackConfig) -> None:
+    assert nvidia_device_plugin_values(dev).get("affinity") != {}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpushare import compat, names
+from gpushare import compat, images, names
 from gpushare.config import StackConfig
 
 # HAMi 2.8.3 runs its webhook-certificate jobs from a personal Docker Hub image by default
@@ -12,6 +12,16 @@ from gpushare.config import StackConfig
 # jobs may rewrite MutatingWebhookConfigurations. The upstream image, pinned (ingress-nginx controller v1.15.1
 # ships it), takes the same `create`/`patch` arguments.
 CERTGEN_IMAGE = {"registry": "registry.k8s.io", "repository": "ingress-nginx/kube-webhook-certgen", "tag": "v1.6.9"}
+# Images the HAMi chart (2.7.0 to 2.10.0, charts/hami/values.yaml) pulls by default, written out when a mirror
+# covers them; the tag stays the chart's (global.imageTag, the chart version). Its mock DaemonSet is off.
+HAMI_CHART_IMAGES: images.ImageMaps = {
+    "scheduler.extender.image": {"registry": "docker.io", "repository": "projecthami/hami"},
+    "devicePlugin.image": {"registry": "docker.io", "repository": "projecthami/hami"},
+    "devicePlugin.monitor.image": {"registry": "docker.io", "repository": "projecthami/hami"},
+}
+# NVIDIA device plugin chart (deployments/helm/nvidia-device-plugin/values.yaml, 0.20.0): one image for every
+# DaemonSet it renders, tagged v<appVersion> unless set.
+NVIDIA_PLUGIN_CHART_IMAGES: images.ImageMaps = {"image": {"repository": "nvcr.io/nvidia/k8s-device-plugin"}}
 GPU_TOLERATION = {"key": names.GPU_TAINT["key"], "operator": "Exists", "effect": names.GPU_TAINT["effect"]}
 HAMI_NODE_SELECTOR = {names.HAMI_NODE_LABEL[0]: names.HAMI_NODE_LABEL[1]}
 
@@ -25,7 +35,7 @@ def hami_values(config: StackConfig) -> dict[str, Any]:
     """Values with the key names of the pinned chart version (the node selector key changed in 2.8.0)."""
     hami = config.hami
     profile = hami.profile
-    return {
+    values = {
         "schedulerName": "hami-scheduler",
         "resourceName": names.GPU,
         "resourceMem": names.GPU_MEMORY,
@@ -56,6 +66,7 @@ def hami_values(config: StackConfig) -> dict[str, Any]:
             "service": {"type": "ClusterIP"},
         },
     }
+    return images.with_chart_images(values, HAMI_CHART_IMAGES, config.registry_mirrors)
 
 
 def mock_device_plugin_objects(config: StackConfig) -> list[dict[str, Any]]:
@@ -107,7 +118,7 @@ def _mock_pod_spec(config: StackConfig) -> dict[str, Any]:
         "containers": [
             {
                 "name": "mock-device-plugin",
-                "image": config.hami.mock_device_plugin_image,
+                "image": images.mirrored(config.hami.mock_device_plugin_image, config.registry_mirrors),
                 "command": ["./k8s-device-plugin", "-v=5", f"--device-config-file=/{names.HAMI_DEVICE_CONFIG_KEY}"],
                 "env": [{"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}],
                 "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"memory": "128Mi"}},
@@ -139,15 +150,16 @@ def _mock_pod_spec(config: StackConfig) -> dict[str, Any]:
     }
 
 
-def nvidia_device_plugin_values() -> dict[str, Any]:
+def nvidia_device_plugin_values(config: StackConfig) -> dict[str, Any]:
     """Official NVIDIA plugin only on exclusive pools, so no node ever runs two NVIDIA device plugins.
 
     The chart keeps its default node affinity whatever map we pass (Helm merges maps; `{}` deletes nothing).
     That affinity admits nodes labelled `nvidia.com/gpu.present=true`, which exclusive pools' nodes carry
     (`pool_labels`); the node selector on our sharing label keeps the plugin off every HAMi node.
     """
-    return {
+    values = {
         "nodeSelector": {names.SHARING_LABEL: names.SHARING_EXCLUSIVE},
         "tolerations": [dict(GPU_TOLERATION)],
         "priorityClassName": "system-node-critical",
     }
+    return images.with_chart_images(values, NVIDIA_PLUGIN_CHART_IMAGES, config.registry_mirrors)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from gpushare import names
+from gpushare import images, names
 from gpushare.capacity import pool_plans
 from gpushare.config import PoolConfig, StackConfig
 from gpushare.hami import NodeCapacity
@@ -17,6 +17,9 @@ ROOT_VOLUME_SIZE = "200Gi"
 OVERLAY_WEIGHT = 10
 # Beyond the drain itself, deleting a NodePool waits for instance termination and finalizers.
 DELETE_SLACK_MINUTES = 15
+# The controller image the karpenter chart pulls (charts/karpenter/values.yaml controller.image, 1.14.1); its
+# tag and digest stay the chart's, and ECR pull-through caches keep digests.
+KARPENTER_CHART_IMAGES: images.ImageMaps = {"controller.image": {"repository": "public.ecr.aws/karpenter/controller"}}
 
 
 def pool_labels(pool: PoolConfig) -> dict[str, str]:
@@ -161,7 +164,7 @@ def ec2_node_class(config: StackConfig) -> dict[str, Any]:
 
 def karpenter_values(config: StackConfig) -> dict[str, Any]:
     """Controller chart values: the NodeOverlay gate must be on or every overlay is silently ignored."""
-    return {
+    values = {
         "settings": {
             "clusterName": config.cluster.name,
             "interruptionQueue": interruption_queue_name(config.cluster.name),
@@ -171,3 +174,4 @@ def karpenter_values(config: StackConfig) -> dict[str, Any]:
         "replicas": 2,
         "controller": {"resources": {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"memory": "1Gi"}}},
     }
+    return images.with_chart_images(values, KARPENTER_CHART_IMAGES, config.registry_mirrors)

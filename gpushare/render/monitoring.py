@@ -28,7 +28,7 @@ from typing import Any, Final
 
 import yaml
 
-from gpushare import compat, names
+from gpushare import compat, images, names
 from gpushare.config import MonitoringConfig, StackConfig
 from gpushare.render.hami import hami_values
 from gpushare.render.stack import HelmRelease
@@ -49,6 +49,57 @@ WEBUI_REPOSITORY: Final = "https://project-hami.github.io/HAMi-WebUI"
 # HAMi-WebUI chart -> HAMi chart versions whose metric names it reads. WebUI <= 1.1.0 reads the pre-2.9
 # names (HAMi 2.4-2.8); 1.1.1 and later read the hami_* names of HAMi >= 2.9 (HAMi-WebUI PR #91).
 WEBUI_HAMI_RANGES: Final = {"1.0.5": ((2, 4, 0), (2, 9, 0)), "1.1.0": ((2, 4, 0), (2, 9, 0))}
+# Images each chart pulls by default, written out (with the chart's own tag, so nothing floats) when a mirror
+# covers their registry. kube-prometheus-stack 88.5.3 values.yaml, appVersion v0.93.1 for the operator and its
+# config reloader; subcharts grafana 12.11.1 (appVersion 13.2.0), kube-state-metrics 8.4.0 (v2.20.0),
+# prometheus-node-exporter 4.56.1 (v1.12.1; the `-distroless` suffix the parent chart selects is appended by the
+# subchart). Left out, as they never run here: the CRD upgrade job, the operator's webhook Deployment and
+# Thanos (all off), Grafana's init, dashboard-download, image-renderer and `helm test` images.
+KPS_CHART_IMAGES: Final[images.ImageMaps] = {
+    "prometheusOperator.image": {
+        "registry": "quay.io",
+        "repository": "prometheus-operator/prometheus-operator",
+        "tag": "v0.93.1",
+    },
+    "prometheusOperator.prometheusConfigReloader.image": {
+        "registry": "quay.io",
+        "repository": "prometheus-operator/prometheus-config-reloader",
+        "tag": "v0.93.1",
+    },
+    "prometheusOperator.admissionWebhooks.patch.image": {
+        "registry": "ghcr.io",
+        "repository": "jkroepke/kube-webhook-certgen",
+        "tag": "1.8.7",
+    },
+    "prometheus.prometheusSpec.image": {
+        "registry": "quay.io",
+        "repository": "prometheus/prometheus",
+        "tag": "v3.14.0-distroless",
+    },
+    "alertmanager.alertmanagerSpec.image": {
+        "registry": "quay.io",
+        "repository": "prometheus/alertmanager",
+        "tag": "v0.34.0",
+    },
+    "grafana.image": {"registry": "docker.io", "repository": "grafana/grafana", "tag": "13.2.0"},
+    "grafana.sidecar.image": {"registry": "quay.io", "repository": "kiwigrid/k8s-sidecar", "tag": "2.10.1"},
+    "kube-state-metrics.image": {
+        "registry": "registry.k8s.io",
+        "repository": "kube-state-metrics/kube-state-metrics",
+        "tag": "v2.20.0",
+    },
+    "prometheus-node-exporter.image": {
+        "registry": "quay.io",
+        "repository": "prometheus/node-exporter",
+        "tag": "v1.12.1",
+    },
+}
+# dcgm-exporter 4.8.2 and hami-webui 1.1.0: the registry is part of `repository` (Docker Hub names are short).
+DCGM_CHART_IMAGES: Final[images.ImageMaps] = {"image": {"repository": "nvcr.io/nvidia/k8s/dcgm-exporter"}}
+WEBUI_CHART_IMAGES: Final[images.ImageMaps] = {
+    "image.frontend": {"repository": "projecthami/hami-webui-fe-oss"},
+    "image.backend": {"repository": "projecthami/hami-webui-be-oss"},
+}
 # Image tags that move: a release pinned to one of them is not reproducible.
 FLOATING_TAGS: Final = frozenset({"", "latest", "main", "master"})
 # Image value paths each monitoring chart must have pinned in its values, because the chart's default floats
@@ -223,9 +274,10 @@ def prometheus_url(monitoring: MonitoringConfig) -> str:
     return f"http://{names.MONITORING_RELEASE}-prometheus.{names.MONITORING_NAMESPACE}.svc:9090"
 
 
-def kube_prometheus_stack_values(monitoring: MonitoringConfig) -> dict[str, Any]:
+def kube_prometheus_stack_values(config: StackConfig) -> dict[str, Any]:
+    monitoring = config.monitoring
     system = _system_nodes()
-    return {
+    values = {
         "fullnameOverride": names.MONITORING_RELEASE,
         "prometheusOperator": {"nodeSelector": system},
         "alertmanager": {"alertmanagerSpec": {"nodeSelector": system}},
@@ -265,19 +317,21 @@ def kube_prometheus_stack_values(monitoring: MonitoringConfig) -> dict[str, Any]
             "metricLabelsAllowlist": [f"nodes=[{names.POOL_LABEL},{names.SHARING_LABEL}]"],
         },
     }
+    return images.with_chart_images(values, KPS_CHART_IMAGES, config.registry_mirrors)
 
 
-def dcgm_exporter_values(monitoring: MonitoringConfig) -> dict[str, Any]:
-    return {
+def dcgm_exporter_values(config: StackConfig) -> dict[str, Any]:
+    values = {
         "image": {"tag": DCGM_IMAGE_TAG},
         **_gpu_exporter_placement(),
-        "serviceMonitor": {"enabled": True, "additionalLabels": _selector_labels(monitoring)},
+        "serviceMonitor": {"enabled": True, "additionalLabels": _selector_labels(config.monitoring)},
     }
+    return images.with_chart_images(values, DCGM_CHART_IMAGES, config.registry_mirrors)
 
 
 def webui_values(config: StackConfig) -> dict[str, Any]:
     tag = f"v{WEBUI_VERSION}"
-    return {
+    values = {
         "image": {"frontend": {"tag": tag}, "backend": {"tag": tag}},
         "service": {"type": "ClusterIP"},
         "nodeSelector": _system_nodes(),
@@ -288,6 +342,7 @@ def webui_values(config: StackConfig) -> dict[str, Any]:
         "dcgm-exporter": {"enabled": False},
         "externalPrometheus": {"enabled": True, "address": prometheus_url(config.monitoring)},
     }
+    return images.with_chart_images(values, WEBUI_CHART_IMAGES, config.registry_mirrors)
 
 
 def monitoring_releases(config: StackConfig) -> list[HelmRelease]:
@@ -304,7 +359,7 @@ def monitoring_releases(config: StackConfig) -> list[HelmRelease]:
                 KPS_CHART,
                 KPS_VERSION,
                 KPS_REPOSITORY,
-                kube_prometheus_stack_values(monitoring),
+                kube_prometheus_stack_values(config),
             )
         )
     releases += [
@@ -314,7 +369,7 @@ def monitoring_releases(config: StackConfig) -> list[HelmRelease]:
             DCGM_CHART,
             DCGM_VERSION,
             DCGM_REPOSITORY,
-            dcgm_exporter_values(monitoring),
+            dcgm_exporter_values(config),
         ),
         HelmRelease(
             names.WEBUI_RELEASE,

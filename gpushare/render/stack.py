@@ -77,7 +77,7 @@ def helm_releases(config: StackConfig) -> list[HelmRelease]:
                 names.NVIDIA_PLUGIN_CHART,
                 config.nvidia_device_plugin.chart_version,
                 NVIDIA_PLUGIN_REPOSITORY,
-                hami.nvidia_device_plugin_values(),
+                hami.nvidia_device_plugin_values(config),
             )
         )
     return releases
