@@ -41,6 +41,9 @@ EXPECTED = [
     ("monitoring-images-pinned", "mandatory"),
     ("gpu-exporter-on-gpu-nodes", "mandatory"),
     ("service-monitors-find-their-targets", "mandatory"),
+    ("nodepool-crd-valid", "mandatory"),
+    ("node-overlay-crd-valid", "mandatory"),
+    ("ec2nodeclass-crd-valid", "mandatory"),
 ]
 
 

@@ -457,6 +457,21 @@ CASES |= {
         lambda r: _set(node_class(r), ["spec", "tags", "kubernetes.io/cluster/gpushare-dev"], "owned"),
         ['spec.tags["kubernetes.io/cluster/gpushare-dev"] is "owned"', "drop the tag"],
     ),
+    "NodePool the CRD refuses": (
+        "nodepool-crd-valid",
+        lambda r: _set(pool(r), ["spec", "disruption", "consolidateAfter"], "1d"),
+        ['NodePool g5-shared: spec.disruption.consolidateAfter is "1d"', "karpenter.sh_nodepools.yaml"],
+    ),
+    "NodeOverlay the CRD refuses": (
+        "node-overlay-crd-valid",
+        lambda r: _set(overlay(r), ["spec", "capacity", "pods"], "110"),
+        ['NodeOverlay g5-shared-g5-xlarge: spec.capacity["pods"] is "110"', "invalid resource restricted"],
+    ),
+    "EC2NodeClass the CRD refuses": (
+        "ec2nodeclass-crd-valid",
+        lambda r: _set(node_class(r), ["spec", "instanceProfile"], "gpu-nodes"),
+        ["EC2NodeClass gpu: spec.role", "exactly one of role and instanceProfile"],
+    ),
     "admission policy for every namespace": (
         "team-admission-scoped",
         lambda r: _del(

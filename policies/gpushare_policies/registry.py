@@ -14,6 +14,7 @@ from gpushare.files import read_json
 
 from . import (
     admission,
+    crd_schema,
     karpenter_consistency,
     limits,
     observability,
@@ -42,6 +43,7 @@ RULES: tuple[Rule, ...] = (
     + karpenter_consistency.RULES
     + admission.RULES
     + observability.RULES
+    + crd_schema.RULES
 )
 LEVELS = get_args(Level)
 
