@@ -55,7 +55,7 @@ mock = MockDevicePlugin("mock-device-plugin", config, cluster, hami)
 plugins: dict[str, list[pulumi.Resource]] = {names.SHARING_HAMI: [hami.release, mock.daemonset]}
 if names.NVIDIA_PLUGIN_RELEASE in releases:
     nvidia = NvidiaDevicePlugin("nvidia-device-plugin", releases[names.NVIDIA_PLUGIN_RELEASE], cluster)
-    plugins[names.SHARING_EXCLUSIVE] = [nvidia.release]
+    plugins[names.SHARING_EXCLUSIVE] = plugins[names.SHARING_TIMESLICE] = [nvidia.release]
 GpuCapacity("gpu-capacity", config, cluster, [*karpenter.releases, karpenter.node_class], plugins)
 Tenancy("tenancy", config, cluster, partition)
 if config.monitoring.enabled:

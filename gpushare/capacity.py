@@ -19,29 +19,31 @@ if TYPE_CHECKING:
     from gpushare.config import StackConfig
 
 # Quota resources a team's pools supply (ResourceQuota keys are `requests.<name>`).
-QUOTA_RESOURCES = (names.GPU, names.GPU_MEMORY, names.GPU_CORES)
+QUOTA_RESOURCES = (names.GPU, names.GPU_MEMORY, names.GPU_CORES, names.GPU_SHARED)
 
 
 @dataclass(frozen=True)
 class NodeShape:
-    """One instance type as a pool sees it: what a node registers, `names.GPU` being what its limit counts."""
+    """One instance type as a pool sees it: what a node registers (what Karpenter sees through its overlay)."""
 
     instance_type: str
     resources: Mapping[str, int]
 
-    @property
-    def limit_units(self) -> int:
-        return self.resources.get(names.GPU, 0)
+
+def limit_resource(sharing: str) -> str:
+    """The resource a pool's NodePool limit counts: replicas on time-sliced pools, else nvidia.com/gpu (vGPUs on
+    HAMi pools, whose overlays raise it, whole GPUs on exclusive ones)."""
+    return names.GPU_SHARED if sharing == names.SHARING_TIMESLICE else names.GPU
 
 
-def most_within(nodes: Sequence[NodeShape], limit: int, resource: str) -> int:
-    """The most of `resource` whole nodes can register while their `names.GPU` sum stays within `limit`.
+def most_within(nodes: Sequence[NodeShape], limit: int, resource: str, counted: str = names.GPU) -> int:
+    """The most of `resource` whole nodes can register while their `counted` sum stays within `limit`.
 
     Karpenter launches whole nodes and skips an instance type whose capacity would take the pool past its limit,
     so a 6-GPU limit over 4-GPU nodes holds one node, while 4-GPU and 1-GPU types together reach all 6. An
     unbounded knapsack over the limit, divided by the node sizes' common divisor (vGPUs per GPU on HAMi pools).
     """
-    sized = [(n.limit_units, n.resources.get(resource, 0)) for n in nodes if n.limit_units > 0]
+    sized = [(n.resources[counted], n.resources.get(resource, 0)) for n in nodes if n.resources.get(counted, 0) > 0]
     if not sized or limit <= 0:
         return 0
     step = reduce(gcd, (units for units, _ in sized))
@@ -60,9 +62,9 @@ def most_within(nodes: Sequence[NodeShape], limit: int, resource: str) -> int:
     return fixed * amount + best[slots]
 
 
-def supply(nodes: Sequence[NodeShape], limit: int) -> dict[str, int]:
-    """Quota resource -> the most a pool of these node shapes can ever provide within its limit."""
-    return {resource: most_within(nodes, limit, resource) for resource in QUOTA_RESOURCES}
+def supply(nodes: Sequence[NodeShape], limit: int, counted: str = names.GPU) -> dict[str, int]:
+    """Quota resource -> the most a pool of these node shapes can ever provide within its limit on `counted`."""
+    return {resource: most_within(nodes, limit, resource, counted) for resource in QUOTA_RESOURCES}
 
 
 def total_supply(supplies: Iterable[Mapping[str, int]]) -> dict[str, int]:
@@ -84,19 +86,29 @@ class PoolPlan:
     nodes: tuple[NodeShape, ...]
     capacities: tuple[NodeCapacity, ...]
 
+    @property
+    def limit_resource(self) -> str:
+        return limit_resource(self.sharing)
+
+    @property
+    def overlaid(self) -> bool:
+        """Whether Karpenter needs NodeOverlays to see what this pool's nodes register (not whole GPUs)."""
+        return self.sharing != names.SHARING_EXCLUSIVE
+
     @cached_property
     def supply(self) -> dict[str, int]:
-        return supply(self.nodes, self.gpu_limit)
+        return supply(self.nodes, self.gpu_limit, self.limit_resource)
 
     def nodes_admitted(self, instance_type: str) -> int:
         """How many nodes of one type the limit admits on their own."""
         shape = next(n for n in self.nodes if n.instance_type == instance_type)
-        return self.gpu_limit // shape.limit_units
+        return self.gpu_limit // shape.resources[self.limit_resource]
 
 
 def pool_plans(config: StackConfig, catalog: Catalog | None = None) -> dict[str, PoolPlan]:
     """Pool name -> its plan. HAMi pools count vGPUs (deviceSplitCount per GPU, overlays make Karpenter see
-    them); exclusive pools count whole GPUs as the NVIDIA device plugin registers them."""
+    them); time-sliced pools count `replicas` per GPU under nvidia.com/gpu.shared (overlays too); exclusive pools
+    count whole GPUs as the NVIDIA device plugin registers them."""
     catalog = catalog or load_catalog()
     plans = {}
     for pool in config.pools:
@@ -105,6 +117,10 @@ def pool_plans(config: StackConfig, catalog: Catalog | None = None) -> dict[str,
             capacities = tuple(node_capacity(catalog, itype, config.hami.profile) for itype in itypes)
             nodes = tuple(NodeShape(c.instance_type, c.resources()) for c in capacities)
             limit = pool.max_gpus * config.hami.profile.device_split_count
+        elif pool.sharing == names.SHARING_TIMESLICE and pool.replicas is not None:
+            capacities = ()
+            nodes = tuple(NodeShape(i.name, {names.GPU_SHARED: i.gpu_count * pool.replicas}) for i in itypes)
+            limit = pool.max_gpus * pool.replicas
         else:
             capacities = ()
             nodes = tuple(NodeShape(itype.name, {names.GPU: itype.gpu_count}) for itype in itypes)

@@ -31,6 +31,16 @@ MUTATING_ADMISSION_POLICY_GA: Final = (1, 36)
 MOCK_MAX_UNITS_PER_RESOURCE: Final = 123_011
 
 
+# The NVIDIA device plugin chart's default node affinity (deployments/helm/nvidia-device-plugin/values.yaml,
+# v0.18.2 to v0.20.0 read): any one term admits a node. Helm merges our values into it, so `affinity: {}` deletes
+# nothing; only a values affinity with its own nodeSelectorTerms list replaces these terms.
+NVIDIA_CHART_DEFAULT_NODE_SELECTOR_TERMS: Final = (
+    ({"key": "feature.node.kubernetes.io/pci-10de.present", "operator": "In", "values": ["true"]},),
+    ({"key": "feature.node.kubernetes.io/cpu-model.vendor_id", "operator": "In", "values": ["NVIDIA"]},),
+    ({"key": names.NVIDIA_GPU_PRESENT_LABEL[0], "operator": "In", "values": [names.NVIDIA_GPU_PRESENT_LABEL[1]]},),
+)
+
+
 def parse_version(text: str) -> tuple[int, int, int]:
     """`1.14.1` or `v1.14.1` -> (1, 14, 1); ValueError for anything else."""
     parts = text.removeprefix("v").split(".")

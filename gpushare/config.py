@@ -496,10 +496,26 @@ class PoolConfig(_Model):
         le=10_000,
         description="How far the pool may grow, in physical GPUs (at least the largest type's GPU count)",
     )
-    sharing: Literal["hami", "exclusive"] = Field(
-        default="hami", description="HAMi vGPUs, or whole GPUs with the NVIDIA device plugin"
+    sharing: Literal["hami", "exclusive", "timeslice"] = Field(
+        default="hami",
+        description="hami: memory- and core-isolated vGPUs; exclusive: whole GPUs; timeslice: each GPU shared by "
+        "`replicas` pods without isolation (NVIDIA device plugin time-slicing, resource nvidia.com/gpu.shared)",
+    )
+    replicas: int | None = Field(
+        default=None,
+        ge=2,
+        le=64,
+        description="timeslice pools only (required there): pods that share one GPU",
     )
     disruption: DisruptionConfig = Field(default=DisruptionConfig(), description="Node disruption")
+
+    @model_validator(mode="after")
+    def _replicas_for_timeslice(self) -> PoolConfig:
+        if self.sharing == names.SHARING_TIMESLICE and self.replicas is None:
+            raise ValueError("sharing timeslice needs replicas (pods per GPU, 2 to 64)")
+        if self.sharing != names.SHARING_TIMESLICE and self.replicas is not None:
+            raise ValueError(f"replicas is only for sharing timeslice, not {self.sharing}")
+        return self
 
     @field_validator("instance_types", "capacity_types")
     @classmethod
@@ -519,6 +535,12 @@ class QuotaConfig(_Model):
     gpu_memory_mib: int = Field(default=0, alias="gpuMemoryMib", ge=0, description="requests.nvidia.com/gpumem, in MiB")
     gpu_cores: int = Field(
         default=0, alias="gpuCores", ge=0, description="requests.nvidia.com/gpucores, percent of a GPU summed"
+    )
+    shared_gpus: int = Field(
+        default=0,
+        alias="sharedGpus",
+        ge=0,
+        description="requests.nvidia.com/gpu.shared: time-sliced GPU replicas on timeslice pools",
     )
 
 
@@ -836,6 +858,7 @@ def _check_quota(config: StackConfig, index: int, team: TeamConfig) -> None:
         "gpus": (team.quota.gpus, names.GPU),
         "gpuMemoryMib": (team.quota.gpu_memory_mib, names.GPU_MEMORY),
         "gpuCores": (team.quota.gpu_cores, names.GPU_CORES),
+        "sharedGpus": (team.quota.shared_gpus, names.GPU_SHARED),
     }
     for field, (value, resource) in asked.items():
         if value > can_supply[resource]:

@@ -13,6 +13,10 @@ GPU: Final = "nvidia.com/gpu"
 GPU_MEMORY: Final = "nvidia.com/gpumem"
 GPU_CORES: Final = "nvidia.com/gpucores"
 GPU_MEMORY_PERCENTAGE: Final = "nvidia.com/gpumem-percentage"
+# What the NVIDIA device plugin registers on time-sliced nodes: with `renameByDefault` it renames nvidia.com/gpu
+# to `<name>.shared` (k8s-device-plugin api/config/v1 replicas.go), so HAMi's webhook never sees these pods and
+# their quota stays separate.
+GPU_SHARED: Final = "nvidia.com/gpu.shared"
 
 # HAMi's default device-plugin node selector, kept because users know it from HAMi's docs.
 HAMI_NODE_LABEL: Final = ("gpu", "on")
@@ -21,6 +25,9 @@ POOL_LABEL: Final = "gpushare.io/pool"
 SHARING_LABEL: Final = "gpushare.io/sharing"
 SHARING_HAMI: Final = "hami"
 SHARING_EXCLUSIVE: Final = "exclusive"
+SHARING_TIMESLICE: Final = "timeslice"
+# Nodes of exclusive and time-sliced pools: the one label the NVIDIA device plugin's nodeSelector asks for.
+NVIDIA_PLUGIN_NODE_LABEL: Final = ("gpushare.io/device-plugin", "nvidia")
 
 # HAMi's admission webhook moves every pod asking for nvidia.com/gpu to hami-scheduler, which cannot place
 # pods on exclusive (non-HAMi) nodes; this label on a pod or namespace makes the webhook skip it.
@@ -63,6 +70,16 @@ NVIDIA_PLUGIN_CHART: Final = "nvidia-device-plugin"
 # The NVIDIA chart's default node affinity (deployments/helm/nvidia-device-plugin/values.yaml, v0.18-v0.20)
 # admits a node by NFD labels this stack does not install, or by this label, which it sets on exclusive pools.
 NVIDIA_GPU_PRESENT_LABEL: Final = ("nvidia.com/gpu.present", "true")
+# The node label the chart's config-manager reads to pick one named config of values.config.map (chart
+# templates/daemonset-device-plugin.yml, NODE_LABEL); nodes without it get values.config.default.
+NVIDIA_PLUGIN_CONFIG_LABEL: Final = "nvidia.com/device-plugin.config"
+NVIDIA_DEFAULT_CONFIG: Final = "exclusive"
+
+
+def timeslice_config_name(replicas: int) -> str:
+    """The NVIDIA plugin config a time-sliced pool's nodes select: one per replica count."""
+    return f"timeslice-{replicas}"
+
 
 # Helm releases: names are pinned because chart object names derive from them.
 KARPENTER_NAMESPACE: Final = "kube-system"

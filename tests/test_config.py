@@ -15,8 +15,9 @@ from tests.conftest import raw_stack
 
 def test_dev_stack(dev):
     assert dev.region == "us-west-2"
-    assert [p.name for p in dev.pools] == ["g5-shared", "g4dn-shared"]
-    assert {p.sharing for p in dev.pools} == {"hami"}
+    assert [p.name for p in dev.pools] == ["g5-shared", "g4dn-shared", "g6-timeslice"]
+    assert [p.sharing for p in dev.pools] == ["hami", "hami", "timeslice"]
+    assert dev.pools[2].replicas == 4
     assert len(dev.teams) == 2
     assert dev.cluster.network.creates_vpc
 
@@ -152,7 +153,28 @@ BAD_CONFIG = [
     (
         "bad sharing mode",
         _set("gpushare:pools.0.sharing", "mig"),
-        "gpushare:pools[0].sharing: Input should be 'hami' or 'exclusive'",
+        "gpushare:pools[0].sharing: Input should be 'hami', 'exclusive' or 'timeslice'",
+    ),
+    (
+        "timeslice without replicas",
+        _set("gpushare:pools.0.sharing", "timeslice"),
+        "gpushare:pools[0]: sharing timeslice needs replicas (pods per GPU, 2 to 64)",
+    ),
+    (
+        "replicas on a HAMi pool",
+        _set("gpushare:pools.0.replicas", 4),
+        "gpushare:pools[0]: replicas is only for sharing timeslice, not hami",
+    ),
+    (
+        "one replica per GPU",
+        _set("gpushare:pools.2.replicas", 1),
+        "gpushare:pools[2].replicas: Input should be greater than or equal to 2 (got 1)",
+    ),
+    (
+        "time-sliced quota above the pool",
+        _set("gpushare:teams.0.quota.sharedGpus", 9),
+        "gpushare:teams[0].quota.sharedGpus: 9 is more than pools g5-shared, g4dn-shared, g6-timeslice can ever "
+        "provide (whole nodes within their maxGpus); allowed: at most 8",
     ),
     (
         "bad pool name",

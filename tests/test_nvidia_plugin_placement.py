@@ -1,30 +1,26 @@
-"""The NVIDIA device plugin's DaemonSet lands on exclusive pool nodes and on no HAMi node.
+"""The NVIDIA device plugin's DaemonSet lands on exclusive and time-sliced pool nodes and on no HAMi node.
 
-The chart's default affinity, written here as data from NVIDIA/k8s-device-plugin
-deployments/helm/nvidia-device-plugin/values.yaml (v0.18.2 to v0.20.0 read; unchanged in the 0.20 line):
-any one term admits a node. Helm merges our values into these defaults, so an `affinity: {}` from us
-would delete nothing; what counts is whether our nodes carry labels one term admits.
+The chart's default affinity is data in gpushare/compat.py (NVIDIA_CHART_DEFAULT_NODE_SELECTOR_TERMS, from
+NVIDIA/k8s-device-plugin deployments/helm/nvidia-device-plugin/values.yaml): any one term admits a node. Helm
+merges our values into these defaults, so an `affinity: {}` from us would delete nothing; what counts is
+whether our nodes carry labels one term admits.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from gpushare import names
+from gpushare.compat import NVIDIA_CHART_DEFAULT_NODE_SELECTOR_TERMS
 from gpushare.config import PoolConfig, StackConfig
 from gpushare.render.hami import nvidia_device_plugin_values
 from gpushare.render.karpenter import pool_labels
-
-CHART_DEFAULT_NODE_SELECTOR_TERMS: list[list[dict[str, Any]]] = [
-    [{"key": "feature.node.kubernetes.io/pci-10de.present", "operator": "In", "values": ["true"]}],
-    [{"key": "feature.node.kubernetes.io/cpu-model.vendor_id", "operator": "In", "values": ["NVIDIA"]}],
-    [{"key": "nvidia.com/gpu.present", "operator": "In", "values": ["true"]}],
-]
 
 
 def _admitted(config: StackConfig, labels: dict[str, str]) -> bool:
     """Scheduler semantics: OR over terms, AND over a term's expressions (only `In` occurs here)."""
     values = nvidia_device_plugin_values(config)
-    terms = CHART_DEFAULT_NODE_SELECTOR_TERMS
+    terms: Any = NVIDIA_CHART_DEFAULT_NODE_SELECTOR_TERMS
     override = values.get("affinity")
     if override:
         terms = [
@@ -42,6 +38,16 @@ def _pool(sharing: str) -> PoolConfig:
 
 def test_exclusive_pool_nodes_run_the_nvidia_plugin(dev: StackConfig) -> None:
     assert _admitted(dev, pool_labels(_pool("exclusive")))
+
+
+def test_time_sliced_pool_nodes_run_it_with_their_config(dev: StackConfig) -> None:
+    pool = PoolConfig.model_validate(
+        {"name": "p", "instanceTypes": ["g6.xlarge"], "maxGpus": 2, "sharing": "timeslice", "replicas": 4}
+    )
+    labels = pool_labels(pool)
+    assert _admitted(dev, labels)
+    config_map = nvidia_device_plugin_values(dev)["config"]["map"]
+    assert labels[names.NVIDIA_PLUGIN_CONFIG_LABEL] in config_map
 
 
 def test_hami_pool_nodes_never_run_it(dev: StackConfig) -> None:

@@ -35,6 +35,8 @@ EXPECTED = [
     ("hami-resource-names-consistent", "mandatory"),
     ("hami-webhook-scope", "mandatory"),
     ("karpenter-pieces-consistent", "mandatory"),
+    ("nvidia-device-plugin-placement", "mandatory"),
+    ("timeslice-overlays-match", "mandatory"),
     ("team-admission-scoped", "mandatory"),
     ("team-scheduler-policy-applied", "mandatory"),
     ("monitoring-webui-reads-hami-metrics", "mandatory"),

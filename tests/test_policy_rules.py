@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from gpushare.names import GPU_SHARED
 from policies.gpushare_policies.registry import RULES
 from tests.policy_helpers import broken, drop, entry, find, messages, resources_of, violations
 
@@ -187,7 +188,7 @@ CASES = {
     "gate off": (
         "karpenter-node-overlay-enabled",
         lambda r: _set(release(r, "karpenter"), ["values", "settings", "featureGates", "nodeOverlay"], False),
-        ["Release karpenter: values.settings.featureGates.nodeOverlay is false", "silently ignores all 7"],
+        ["Release karpenter: values.settings.featureGates.nodeOverlay is false", "silently ignores all 9"],
     ),
     "gate absent": (
         "karpenter-node-overlay-enabled",
@@ -202,7 +203,7 @@ CASES = {
     "no karpenter release": (
         "karpenter-node-overlay-enabled",
         lambda r: drop(r, "Release", "karpenter"),
-        ["7 NodeOverlays but no `karpenter` Helm release"],
+        ["9 NodeOverlays but no `karpenter` Helm release"],
     ),
     "karpenter 1.12": (
         "karpenter-version-recommended",
@@ -510,6 +511,75 @@ CASES |= {
 }
 
 
+TS = "g6-timeslice"
+TS_XL = "g6-timeslice-g6-xlarge"
+TS_LABELS = ["spec", "template", "metadata", "labels"]
+
+CASES |= {
+    "NVIDIA plugin admitted on a HAMi pool": (
+        "nvidia-device-plugin-placement",
+        lambda r: pool(r)["spec"]["template"]["metadata"]["labels"].update(
+            {"gpushare.io/device-plugin": "nvidia", "nvidia.com/gpu.present": "true"}
+        ),
+        ["NodePool g5-shared: spec.template.metadata.labels is", "two device plugins register nvidia.com/gpu"],
+    ),
+    "time-sliced pool the NVIDIA plugin never selects": (
+        "nvidia-device-plugin-placement",
+        lambda r: _del(pool(r, TS), [*TS_LABELS, "gpushare.io/device-plugin"]),
+        ["NodePool g6-timeslice: spec.template.metadata.labels is", "never runs on these nodes"],
+    ),
+    "time-sliced pool outside the chart affinity": (
+        "nvidia-device-plugin-placement",
+        lambda r: _del(pool(r, TS), [*TS_LABELS, "nvidia.com/gpu.present"]),
+        ["NodePool g6-timeslice", "required node affinity) never runs on these nodes"],
+    ),
+    "time-sliced pool also labelled for HAMi": (
+        "nvidia-device-plugin-placement",
+        lambda r: _set(pool(r, TS), [*TS_LABELS, "gpu"], "on"),
+        ["NodePool g6-timeslice", "HAMi's device plugin also runs on nodes with gpu=on", "drop gpu"],
+    ),
+    "NVIDIA plugin without the GPU toleration": (
+        "nvidia-device-plugin-placement",
+        lambda r: _set(release(r, "nvidia-device-plugin"), ["values", "tolerations"], []),
+        ['NodePool g6-timeslice: spec.template.spec.taints[0] is "nvidia.com/gpu:NoSchedule"', "values.tolerations"],
+    ),
+    "no NVIDIA plugin release": (
+        "nvidia-device-plugin-placement",
+        lambda r: drop(r, "Release", "nvidia-device-plugin"),
+        ["NodePool g6-timeslice: takes whole or time-sliced GPUs but the stack has no `nvidia-device-plugin`"],
+    ),
+    "time-sliced pool names no time-slicing config": (
+        "timeslice-overlays-match",
+        lambda r: _set(pool(r, TS), [*TS_LABELS, "nvidia.com/device-plugin.config"], "timeslice-8"),
+        ['labels["nvidia.com/device-plugin.config"] is "timeslice-8"', "exclusive, timeslice-4"],
+    ),
+    "time-slicing config without rename": (
+        "timeslice-overlays-match",
+        lambda r: _set(
+            release(r, "nvidia-device-plugin"),
+            ["values", "config", "map", "timeslice-4"],
+            "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 4\n",
+        ),
+        ["instance type g6.xlarge has no NodeOverlay setting nvidia.com/gpu: ", 'nvidia.com/gpu: "4"'],
+    ),
+    "time-sliced overlay promising more replicas": (
+        "timeslice-overlays-match",
+        lambda r: _set(overlay(r, TS_XL), ["spec", "capacity", GPU_SHARED], "8"),
+        [f'NodeOverlay g6-timeslice-g6-xlarge: spec.capacity["{GPU_SHARED}"] is "8"', "registers 4", 'set it to "4"'],
+    ),
+    "time-sliced overlay missing": (
+        "timeslice-overlays-match",
+        lambda r: drop(r, "NodeOverlay", TS_XL),
+        [f"NodePool g6-timeslice: instance type g6.xlarge has no NodeOverlay setting {GPU_SHARED}"],
+    ),
+    "time-sliced pool limited in physical GPUs": (
+        "timeslice-overlays-match",
+        lambda r: _set(pool(r, TS), ["spec", "limits"], {"nvidia.com/gpu": "2"}),
+        [f'NodePool g6-timeslice: spec.limits["{GPU_SHARED}"] not set', "maxGpus x 4"],
+    ),
+}
+
+
 @pytest.mark.parametrize("case", list(PROD_CASES))
 def test_one_broken_monitoring_field_is_caught(plans, case):
     policy, change, fragments = PROD_CASES[case]
@@ -606,10 +676,22 @@ def test_exclusive_only_team_needs_only_a_gpu_quota(plans):
         hard = find(r, "ResourceQuota", "inference-gpu")["spec"]["hard"]
         del hard["requests.nvidia.com/gpumem"], hard["requests.nvidia.com/gpucores"]
 
-    resources = broken(plans["dev"], gpu_only)
+    resources = broken(plans["prod"], gpu_only)
     assert messages(resources, "team-namespace-gpu-quota"), "a team on HAMi pools needs gpumem and gpucores quota"
-    find(resources, "Namespace", "inference")["metadata"]["labels"]["hami.io/webhook"] = "ignore"
+    find(resources, "Namespace", "inference")["metadata"]["annotations"]["gpushare.io/pools"] = "training"
     assert messages(resources, "team-namespace-gpu-quota") == []
+
+
+def test_time_sliced_team_needs_a_replica_quota(plans):
+    resources = broken(
+        plans["dev"],
+        lambda r: find(r, "ResourceQuota", "ml-research-gpu")["spec"]["hard"].pop(f"requests.{GPU_SHARED}"),
+    )
+    assert messages(resources, "team-namespace-gpu-quota") == [
+        f"Namespace ml-research: team namespace has no ResourceQuota on requests.{GPU_SHARED}: one team can take "
+        "every shared GPU and the others' pods wait. Fix: add a ResourceQuota with spec.hard "
+        f"requests.{GPU_SHARED} (gpushare renders it from teams[].quota)."
+    ]
 
 
 def test_aws_eks_cluster_shape_is_read(plans):

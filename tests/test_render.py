@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 
 from gpushare import names
 from gpushare.config import load_stack_config
@@ -162,12 +163,34 @@ def test_team_scheduler_policy_and_pools_are_recorded_on_the_namespace(dev):
         "gpushare.io/pools": "g4dn-shared",
     }
     assert tenancy.team_objects(dev, dev.teams[0])[0]["metadata"]["annotations"] == {
-        "gpushare.io/pools": "g5-shared,g4dn-shared"
+        "gpushare.io/pools": "g5-shared,g4dn-shared,g6-timeslice"
     }
 
 
-def test_nvidia_plugin_release_only_with_exclusive_pools(dev, prod):
-    assert "nvidia-device-plugin" not in [r.name for r in helm_releases(dev)]
+def test_nvidia_plugin_release_only_with_exclusive_or_time_sliced_pools(dev_raw, prod):
+    dev_raw["gpushare:pools"].pop()
+    dev_raw["gpushare:teams"][0]["pools"].pop()
+    del dev_raw["gpushare:teams"][0]["quota"]["sharedGpus"]
+    assert "nvidia-device-plugin" not in [r.name for r in helm_releases(load_stack_config(dev_raw))]
     plugin = next(r for r in helm_releases(prod) if r.name == "nvidia-device-plugin")
-    assert plugin.values["nodeSelector"] == {"gpushare.io/sharing": "exclusive"}
+    assert plugin.values["nodeSelector"] == {"gpushare.io/device-plugin": "nvidia"}
+    assert "config" not in plugin.values, "without time-sliced pools every node takes whole GPUs"
+
+
+def test_time_sliced_pool_gets_its_plugin_config_overlays_and_replica_limit(dev):
+    plugin = next(r for r in helm_releases(dev) if r.name == "nvidia-device-plugin")
+    assert plugin.values["config"]["default"] == "exclusive"
+    slicing = yaml.safe_load(plugin.values["config"]["map"]["timeslice-4"])["sharing"]["timeSlicing"]
+    assert slicing["renameByDefault"] is True
+    assert slicing["resources"] == [{"name": "nvidia.com/gpu", "replicas": 4}]
+    pool = dev.pool("g6-timeslice")
+    assert karpenter.node_pool(dev, pool)["spec"]["limits"] == {"nvidia.com/gpu.shared": "8"}
+    assert karpenter.node_pool(dev, pool)["spec"]["template"]["metadata"]["labels"][
+        "nvidia.com/device-plugin.config"
+    ] == ("timeslice-4")
+    overlays = {o["metadata"]["name"]: o["spec"]["capacity"] for o in karpenter.node_overlays(dev, pool)}
+    assert overlays == {
+        "g6-timeslice-g6-xlarge": {"nvidia.com/gpu.shared": "4"},
+        "g6-timeslice-g6-2xlarge": {"nvidia.com/gpu.shared": "4"},
+    }
     assert plugin.version == "0.20.1"

@@ -87,7 +87,8 @@ def test_priority_tiers_are_ordered_never_default_and_batch_never_preempts():
 
 def test_spot_only_batch_team_gets_spot_node_selector_on_gpu_pods(dev_raw):
     dev_raw["gpushare:pools"][0]["capacityTypes"] = ["spot", "on-demand"]
-    dev_raw["gpushare:teams"][0]["pools"] = ["g5-shared"]
+    dev_raw["gpushare:teams"][0]["pools"] = ["g5-shared", "g6-timeslice"]
+    dev_raw["gpushare:pools"][2]["capacityTypes"] = ["spot"]
     dev_raw["gpushare:teams"][0]["quota"] = {"gpus": 40, "gpuMemoryMib": 92112, "gpuCores": 400}
     dev_raw["gpushare:teams"][0]["spotOnly"] = True
     dev_raw["gpushare:teams"][1]["pools"] = ["g4dn-shared", "g5-shared"]
@@ -107,7 +108,7 @@ def test_spot_only_batch_team_gets_spot_node_selector_on_gpu_pods(dev_raw):
     ("change", "message"),
     [
         ({"spotOnly": True, "priority": "standard"}, "teams[0].spotOnly: true needs priority batch"),
-        ({"spotOnly": True, "priority": "batch"}, "pools g5-shared, g4dn-shared offer no spot capacity"),
+        ({"spotOnly": True, "priority": "batch"}, "pools g5-shared, g4dn-shared, g6-timeslice offer no spot capacity"),
         ({"priority": "urgent"}, "teams[0].priority: Input should be 'critical', 'standard' or 'batch'"),
     ],
 )

@@ -96,9 +96,10 @@ def write_plan(plan: dict[str, Any], folder: Path) -> None:
 
 
 def summary(config: StackConfig) -> str:
-    """Per pool and instance type: what one node offers, how many the limit admits, what it costs."""
+    """Per pool and instance type: what one node offers (shares: vGPUs or time-sliced replicas), how many the
+    limit admits, what it costs."""
     catalog = load_catalog()
-    header = ("pool", "sharing", "instance type", "GPUs", "vGPUs", "gpumem MiB", "gpucores", "nodes", "USD/node-h")
+    header = ("pool", "sharing", "instance type", "GPUs", "shares", "gpumem MiB", "gpucores", "nodes", "USD/node-h")
     rows: list[tuple[str, ...]] = [header]
     for plan in pool_plans(config, catalog).values():
         capacities = {c.instance_type: c for c in plan.capacities}
@@ -112,7 +113,7 @@ def summary(config: StackConfig) -> str:
                     plan.sharing,
                     type_name,
                     str(itype.gpu_count),
-                    str(cap.vgpus) if cap else "-",
+                    str(node.resources[plan.limit_resource]) if plan.overlaid else "-",
                     str(cap.gpu_memory_mib) if cap else "-",
                     str(cap.gpu_cores) if cap else "-",
                     str(plan.nodes_admitted(type_name)),

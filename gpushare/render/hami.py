@@ -6,6 +6,7 @@ from typing import Any
 
 from gpushare import compat, images, names
 from gpushare.config import StackConfig
+from gpushare.render.yamlio import dump
 
 # HAMi 2.8.3 runs its webhook-certificate jobs from a personal Docker Hub image by default
 # (charts/hami/values.yaml scheduler.patch.imageNew, used on Kubernetes >= 1.22; `image` below 1.22): those
@@ -150,16 +151,49 @@ def _mock_pod_spec(config: StackConfig) -> dict[str, Any]:
     }
 
 
+def timeslice_config(replicas: int) -> dict[str, Any]:
+    """NVIDIA plugin config (api/config/v1) sharing each GPU among `replicas` pods as nvidia.com/gpu.shared; a
+    pod asking more than one replica is refused at allocation (replicas of one GPU add no compute)."""
+    return {
+        "version": "v1",
+        "sharing": {
+            "timeSlicing": {
+                "renameByDefault": True,
+                "failRequestsGreaterThanOne": True,
+                "resources": [{"name": names.GPU, "replicas": replicas}],
+            }
+        },
+    }
+
+
+def nvidia_device_plugin_configs(config: StackConfig) -> dict[str, dict[str, Any]]:
+    """Config name -> plugin config: whole GPUs by default, one time-slicing config per replica count."""
+    replica_counts = sorted({p.replicas for p in config.pools if p.replicas is not None})
+    if not replica_counts:
+        return {}
+    return {
+        names.NVIDIA_DEFAULT_CONFIG: {"version": "v1"},
+        **{names.timeslice_config_name(r): timeslice_config(r) for r in replica_counts},
+    }
+
+
 def nvidia_device_plugin_values(config: StackConfig) -> dict[str, Any]:
-    """Official NVIDIA plugin only on exclusive pools, so no node ever runs two NVIDIA device plugins.
+    """Official NVIDIA plugin only on exclusive and time-sliced pools, so no node ever runs two device plugins.
 
     The chart keeps its default node affinity whatever map we pass (Helm merges maps; `{}` deletes nothing).
-    That affinity admits nodes labelled `nvidia.com/gpu.present=true`, which exclusive pools' nodes carry
-    (`pool_labels`); the node selector on our sharing label keeps the plugin off every HAMi node.
+    That affinity admits nodes labelled `nvidia.com/gpu.present=true`, which those pools' nodes carry
+    (`pool_labels`); the node selector on our device-plugin label keeps the plugin off every HAMi node. With
+    time-sliced pools the chart's config-manager gives each node the config its pool label names.
     """
-    values = {
-        "nodeSelector": {names.SHARING_LABEL: names.SHARING_EXCLUSIVE},
+    values: dict[str, Any] = {
+        "nodeSelector": {names.NVIDIA_PLUGIN_NODE_LABEL[0]: names.NVIDIA_PLUGIN_NODE_LABEL[1]},
         "tolerations": [dict(GPU_TOLERATION)],
         "priorityClassName": "system-node-critical",
     }
+    configs = nvidia_device_plugin_configs(config)
+    if configs:
+        values["config"] = {
+            "map": {name: dump(document) for name, document in configs.items()},
+            "default": names.NVIDIA_DEFAULT_CONFIG,
+        }
     return images.with_chart_images(values, NVIDIA_PLUGIN_CHART_IMAGES, config.registry_mirrors)

@@ -6,9 +6,8 @@ import re
 from typing import Any
 
 from gpushare import images, names
-from gpushare.capacity import pool_plans
+from gpushare.capacity import NodeShape, pool_plans
 from gpushare.config import PoolConfig, StackConfig
-from gpushare.hami import NodeCapacity
 from gpushare.render.aws_names import interruption_queue_name, node_role_name
 
 # GPU AMIs and ML images need room; the EC2NodeClass default root volume (20Gi) fills on the first pull.
@@ -28,13 +27,18 @@ def pool_labels(pool: PoolConfig) -> dict[str, str]:
     if pool.sharing == names.SHARING_HAMI:
         labels[names.HAMI_NODE_LABEL[0]] = names.HAMI_NODE_LABEL[1]
     else:
+        labels[names.NVIDIA_PLUGIN_NODE_LABEL[0]] = names.NVIDIA_PLUGIN_NODE_LABEL[1]
         labels[names.NVIDIA_GPU_PRESENT_LABEL[0]] = names.NVIDIA_GPU_PRESENT_LABEL[1]
+    if pool.sharing == names.SHARING_TIMESLICE and pool.replicas is not None:
+        labels[names.NVIDIA_PLUGIN_CONFIG_LABEL] = names.timeslice_config_name(pool.replicas)
     return dict(sorted(labels.items()))
 
 
 def node_pool(config: StackConfig, pool: PoolConfig) -> dict[str, Any]:
-    """One NodePool: only the catalog instance types listed, GPU taint, vGPU-aware limit, no cpu limit."""
+    """One NodePool: only the catalog instance types listed, GPU taint, a limit in what its nodes register (vGPUs,
+    GPUs or time-sliced replicas), no cpu limit."""
     disruption = pool.disruption
+    plan = pool_plans(config)[pool.name]
     return {
         "apiVersion": names.KARPENTER_API,
         "kind": "NodePool",
@@ -66,7 +70,7 @@ def node_pool(config: StackConfig, pool: PoolConfig) -> dict[str, Any]:
                 },
             },
             # Only the GPU count is limited: a cpu/memory limit below one node's size blocks that type.
-            "limits": {names.GPU: str(pool_plans(config)[pool.name].gpu_limit)},
+            "limits": {plan.limit_resource: str(plan.gpu_limit)},
             "disruption": {
                 "consolidationPolicy": disruption.consolidation_policy,
                 "consolidateAfter": disruption.consolidate_after,
@@ -105,26 +109,28 @@ def overlay_name(pool: PoolConfig, instance_type: str) -> str:
     return f"{pool.name}-{instance_type.replace('.', '-')}"
 
 
-def node_overlay(pool: PoolConfig, capacity: NodeCapacity) -> dict[str, Any]:
-    """Tell Karpenter what HAMi + the mock plugin will register on this pool's nodes of one type."""
+def node_overlay(pool: PoolConfig, node: NodeShape) -> dict[str, Any]:
+    """Tell Karpenter what the pool's device plugin will register on its nodes of one type (HAMi + the mock
+    plugin: vGPUs, gpumem, gpucores; NVIDIA time-slicing: nvidia.com/gpu.shared replicas)."""
     return {
         "apiVersion": names.NODE_OVERLAY_API,
         "kind": "NodeOverlay",
-        "metadata": {"name": overlay_name(pool, capacity.instance_type), "labels": {names.POOL_LABEL: pool.name}},
+        "metadata": {"name": overlay_name(pool, node.instance_type), "labels": {names.POOL_LABEL: pool.name}},
         "spec": {
             "weight": OVERLAY_WEIGHT,
             "requirements": [
                 {"key": names.NODEPOOL_LABEL, "operator": "In", "values": [pool.name]},
-                {"key": names.INSTANCE_TYPE_LABEL, "operator": "In", "values": [capacity.instance_type]},
+                {"key": names.INSTANCE_TYPE_LABEL, "operator": "In", "values": [node.instance_type]},
             ],
-            "capacity": {resource: str(units) for resource, units in capacity.resources().items()},
+            "capacity": {resource: str(units) for resource, units in node.resources.items()},
         },
     }
 
 
 def node_overlays(config: StackConfig, pool: PoolConfig) -> list[dict[str, Any]]:
-    """Overlays for a HAMi pool, one per instance type; exclusive pools need none."""
-    return [node_overlay(pool, capacity) for capacity in pool_plans(config)[pool.name].capacities]
+    """Overlays for a HAMi or time-sliced pool, one per instance type; exclusive pools need none."""
+    plan = pool_plans(config)[pool.name]
+    return [node_overlay(pool, node) for node in plan.nodes] if plan.overlaid else []
 
 
 def ec2_node_class(config: StackConfig) -> dict[str, Any]:

@@ -69,7 +69,7 @@ def helm_releases(config: StackConfig) -> list[HelmRelease]:
             hami.hami_values(config),
         ),
     ]
-    if any(pool.sharing == names.SHARING_EXCLUSIVE for pool in config.pools):
+    if any(pool.sharing != names.SHARING_HAMI for pool in config.pools):
         releases.append(
             HelmRelease(
                 names.NVIDIA_PLUGIN_RELEASE,

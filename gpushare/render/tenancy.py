@@ -79,7 +79,7 @@ def team_objects(config: StackConfig, team: TeamConfig) -> list[dict[str, Any]]:
         "pod-security.kubernetes.io/enforce": "baseline",
         "pod-security.kubernetes.io/warn": "restricted",
     }
-    if all(config.pool(name).sharing == names.SHARING_EXCLUSIVE for name in team.pools):
+    if all(config.pool(name).sharing != names.SHARING_HAMI for name in team.pools):
         labels[names.HAMI_WEBHOOK_IGNORE[0]] = names.HAMI_WEBHOOK_IGNORE[1]
     namespace: dict[str, Any] = {
         "apiVersion": "v1",
@@ -105,6 +105,11 @@ def team_objects(config: StackConfig, team: TeamConfig) -> list[dict[str, Any]]:
                     f"requests.{names.GPU}": str(quota.gpus),
                     f"requests.{names.GPU_MEMORY}": str(quota.gpu_memory_mib // factor),
                     f"requests.{names.GPU_CORES}": str(quota.gpu_cores),
+                    **(
+                        {f"requests.{names.GPU_SHARED}": str(quota.shared_gpus)}
+                        if any(config.pool(name).sharing == names.SHARING_TIMESLICE for name in team.pools)
+                        else {}
+                    ),
                 }
             },
         },

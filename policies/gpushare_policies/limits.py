@@ -12,6 +12,7 @@ from gpushare.catalog import CatalogError, load_catalog
 
 from .hami import Hami, expected_capacity, is_hami_pool
 from .kube import Pool, pools, quantity
+from .nvidia import NvidiaPlugin
 from .rule import Finding, Rule, RuleConfig, finding
 from .stack import StackView
 
@@ -23,9 +24,18 @@ def sharing_hami(view: StackView, hami: Hami | None, pool: Pool) -> Hami | None:
     return hami if hami is not None and is_hami_pool(view, pool) else None
 
 
-def per_node(hami: Hami | None, instance_type: str) -> dict[str, tuple[Decimal, str]]:
+def pool_slicing(view: StackView, pool: Pool) -> tuple[str, int] | None:
+    """(resource, replicas per GPU) when the NVIDIA plugin time-slices this pool's GPUs."""
+    nvidia = NvidiaPlugin.of(view)
+    return nvidia.pool_slicing(pool) if nvidia is not None else None
+
+
+def per_node(
+    hami: Hami | None, instance_type: str, sliced: tuple[str, int] | None = None
+) -> dict[str, tuple[Decimal, str]]:
     """Limit key -> (what one node of the type counts against it, unit) for the keys gpushare can know;
-    `hami` is the release slicing the pool's GPUs, None when the pool takes whole GPUs."""
+    `hami` is the release slicing the pool's GPUs, None when the pool takes whole GPUs; `sliced` is the
+    time-sliced resource and its replicas per GPU."""
     try:
         itype = load_catalog().instance_type(instance_type)
     except CatalogError:
@@ -35,6 +45,9 @@ def per_node(hami: Hami | None, instance_type: str) -> dict[str, tuple[Decimal, 
         "memory": (Decimal(itype.memory_mib * MIB), f"bytes ({itype.memory_mib} MiB)"),
         names.GPU: (Decimal(itype.gpu_count), "GPUs"),
     }
+    if sliced is not None:
+        resource, replicas = sliced
+        amounts[resource] = (Decimal(itype.gpu_count * replicas), f"replicas ({replicas} per GPU)")
     if hami is not None:
         capacity = expected_capacity(hami, instance_type)
         if not isinstance(capacity, str):
@@ -58,8 +71,9 @@ def check_limits(view: StackView, config: LimitsConfig) -> Iterator[Finding]:
     hami = Hami.of(view)
     for pool in pools(view):
         pool_hami = sharing_hami(view, hami, pool)
+        sliced = pool_slicing(view, pool)
         for instance_type in pool.instance_types or ():
-            node = per_node(pool_hami, instance_type)
+            node = per_node(pool_hami, instance_type, sliced)
             for key, value in sorted(pool.limits.items()):
                 if key not in node:
                     continue

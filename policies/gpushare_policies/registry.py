@@ -15,6 +15,7 @@ from gpushare.files import read_json
 from . import (
     admission,
     crd_schema,
+    device_plugins,
     karpenter_consistency,
     limits,
     observability,
@@ -41,6 +42,7 @@ RULES: tuple[Rule, ...] = (
     + resource_names.RULES
     + webhook_scope.RULES
     + karpenter_consistency.RULES
+    + device_plugins.RULES
     + admission.RULES
     + observability.RULES
     + crd_schema.RULES

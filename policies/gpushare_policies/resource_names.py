@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from gpushare import names
 
 from .hami import Hami
+from .nvidia import NvidiaPlugin
 from .rule import Finding, Rule, finding
 from .stack import NODE_OVERLAY, RESOURCE_QUOTA, Resource, StackView, sorted_by_name
 
@@ -29,7 +30,7 @@ def hami_resource_names(hami: Hami) -> dict[str, str]:
 
 
 def _unknown(resource: str, known: set[str]) -> bool:
-    """An NVIDIA-vendor resource HAMi (or the NVIDIA plugin's nvidia.com/gpu) does not register."""
+    """An NVIDIA-vendor resource neither HAMi nor the NVIDIA plugin (whole or time-sliced GPUs) registers."""
     return resource.startswith(VENDOR_PREFIX) and resource not in known
 
 
@@ -45,7 +46,8 @@ def check(view: StackView, _config: None) -> Iterator[Finding]:
     if hami is None:
         return
     registered = hami_resource_names(hami)
-    known = {*registered.values(), names.GPU}
+    nvidia = NvidiaPlugin.of(view)
+    known = {*registered.values(), names.GPU, *(nvidia.resource_names() if nvidia else ())}
     listed = ", ".join(f"{key}={value}" for key, value in registered.items())
     fix = f"use the HAMi values' names ({listed})"
     for overlay in sorted_by_name(view.of_type(NODE_OVERLAY)):

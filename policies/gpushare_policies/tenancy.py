@@ -7,9 +7,10 @@ from collections.abc import Iterator
 from gpushare import names
 from gpushare.capacity import QUOTA_RESOURCES, NodeShape, supply, total_supply
 
-from .hami import Hami
+from .hami import Hami, is_hami_pool
 from .kube import Pool, pools, quantity
-from .limits import per_node, sharing_hami
+from .limits import per_node, pool_slicing, sharing_hami
+from .nvidia import is_timeslice_pool
 from .rule import Finding, Rule, finding
 from .stack import NAMESPACE, RESOURCE_QUOTA, Resource, StackView, sorted_by_name
 
@@ -25,13 +26,25 @@ def _quotas(view: StackView, namespace: str) -> list[Resource]:
     return [q for q in view.of_type(RESOURCE_QUOTA) if q.get("metadata", "namespace") == namespace]
 
 
+def _required(view: StackView, team_pools: list[Pool]) -> list[str]:
+    """Quota resources a team's pods can ask on its pools: GPUs always, HAMi's on HAMi pools, replicas on
+    time-sliced ones."""
+    required = [names.GPU]
+    if any(is_hami_pool(view, pool) for pool in team_pools):
+        required += [names.GPU_MEMORY, names.GPU_CORES]
+    if any(is_timeslice_pool(pool) for pool in team_pools):
+        required.append(names.GPU_SHARED)
+    return required
+
+
 def check_quota_present(view: StackView, _config: None) -> Iterator[Finding]:
+    all_pools = pools(view)
     for namespace in sorted_by_name(view.of_type(NAMESPACE)):
         labels = namespace.get("metadata", "labels") or {}
         if names.TEAM_LABEL not in labels:
             continue
-        exclusive_only = labels.get(names.HAMI_WEBHOOK_IGNORE[0]) == names.HAMI_WEBHOOK_IGNORE[1]
-        required = [names.GPU] if exclusive_only else [names.GPU, names.GPU_MEMORY, names.GPU_CORES]
+        team_pools = _team_pools(namespace.get("metadata", "annotations", names.TEAM_POOLS_ANNOTATION), all_pools)
+        required = _required(view, team_pools)
         hard: dict = {}
         for quota in _quotas(view, namespace.object_name):
             hard.update(quota.get("spec", "hard") or {})
@@ -48,17 +61,21 @@ def check_quota_present(view: StackView, _config: None) -> Iterator[Finding]:
 def _pool_supply(view: StackView, hami: Hami | None, pool: Pool) -> dict[str, int] | None:
     """What a pool can ever provide within its limits, by the domain function the config check uses (None:
     unlimited, or a type gpushare cannot size)."""
-    gpu_limit = quantity(pool.limits.get(names.GPU)) if names.GPU in pool.limits else None
-    if gpu_limit is None:
+    sliced = pool_slicing(view, pool)
+    counted = sliced[0] if sliced else names.GPU
+    limit = quantity(pool.limits.get(counted)) if counted in pool.limits else None
+    if limit is None:
         return None
     pool_hami = sharing_hami(view, hami, pool)
     shapes = []
     for instance_type in pool.instance_types or ():
-        node = per_node(pool_hami, instance_type)
+        node = {key: int(amount) for key, (amount, _unit) in per_node(pool_hami, instance_type, sliced).items()}
         if not node:
             return None
-        shapes.append(NodeShape(instance_type, {key: int(amount) for key, (amount, _unit) in node.items()}))
-    return supply(shapes, int(gpu_limit))
+        if counted != names.GPU:
+            del node[names.GPU]  # time-slicing renames the GPUs: the node registers only the replicas
+        shapes.append(NodeShape(instance_type, node))
+    return supply(shapes, int(limit), counted)
 
 
 def check_quota_fits(view: StackView, _config: None) -> Iterator[Finding]:

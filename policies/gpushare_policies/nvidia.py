@@ -1,0 +1,132 @@
+"""What the NVIDIA device plugin release in a stack will do: where it runs and what each node registers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import yaml
+
+from gpushare import compat, names
+from gpushare.catalog import CatalogError, load_catalog
+
+from .kube import Pool, requirement_matches, tolerates
+from .stack import Resource, StackView
+
+SHARED_SUFFIX = ".shared"  # renameByDefault: `<name>.shared` (api/config/v1 replicas.go DefaultSharedRename)
+
+
+def is_timeslice_pool(pool: Pool) -> bool:
+    return pool.labels.get(names.SHARING_LABEL) == names.SHARING_TIMESLICE
+
+
+@dataclass(frozen=True)
+class NvidiaPlugin:
+    resource: Resource
+    values: dict[str, Any]
+
+    @classmethod
+    def of(cls, view: StackView) -> NvidiaPlugin | None:
+        release = view.release(names.NVIDIA_PLUGIN_CHART)
+        if release is None:
+            return None
+        values = release.get("values")
+        return cls(release, values if isinstance(values, dict) else {})
+
+    @property
+    def node_selector(self) -> dict[str, str]:
+        selector = self.values.get("nodeSelector")
+        return {str(k): str(v) for k, v in selector.items()} if isinstance(selector, dict) else {}
+
+    @property
+    def node_selector_terms(self) -> list[list[dict[str, Any]]]:
+        """The values' required terms when they give a list (Helm replaces lists), else the chart default's."""
+        affinity = self.values.get("affinity")
+        node_affinity = affinity.get("nodeAffinity") if isinstance(affinity, dict) else None
+        required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution") if node_affinity else None
+        terms = required.get("nodeSelectorTerms") if isinstance(required, dict) else None
+        if isinstance(terms, list):
+            return [
+                [e for e in term.get("matchExpressions") or [] if isinstance(e, dict)]
+                for term in terms
+                if isinstance(term, dict)
+            ]
+        return [list(term) for term in compat.NVIDIA_CHART_DEFAULT_NODE_SELECTOR_TERMS]
+
+    def runs_on(self, labels: dict[str, str]) -> bool:
+        """nodeSelector and required affinity (OR over terms, AND within one) both admit these labels."""
+        if any(labels.get(key) != value for key, value in self.node_selector.items()):
+            return False
+        return any(all(requirement_matches(e, labels) for e in term) for term in self.node_selector_terms)
+
+    def tolerates(self, taint: dict[str, Any]) -> bool:
+        tolerations = self.values.get("tolerations")
+        return tolerates(
+            [t for t in tolerations if isinstance(t, dict)] if isinstance(tolerations, list) else [], taint
+        )
+
+    @cached_property
+    def configs(self) -> dict[str, Any]:
+        """values.config.map parsed: config name -> its document (a string the plugin could not parse stays)."""
+        section = self.values.get("config")
+        documents = section.get("map") if isinstance(section, dict) else None
+        parsed: dict[str, Any] = {}
+        for name, text in (documents or {}).items() if isinstance(documents, dict) else ():
+            try:
+                parsed[str(name)] = yaml.safe_load(str(text))
+            except yaml.YAMLError:
+                parsed[str(name)] = str(text)
+        return parsed
+
+    @property
+    def default_config(self) -> str | None:
+        section = self.values.get("config")
+        default = section.get("default") if isinstance(section, dict) else None
+        return str(default) if default else None
+
+    def config_name(self, labels: dict[str, str]) -> str | None:
+        """The config the chart's config-manager gives a node: its label, else the default, else the only one."""
+        if names.NVIDIA_PLUGIN_CONFIG_LABEL in labels:
+            return labels[names.NVIDIA_PLUGIN_CONFIG_LABEL]
+        if self.default_config:
+            return self.default_config
+        return next(iter(self.configs)) if len(self.configs) == 1 else None
+
+    def time_slicing(self, config_name: str | None) -> tuple[str, int] | None:
+        """(resource registered, replicas per GPU) when the config time-slices nvidia.com/gpu, else None."""
+        document = self.configs.get(config_name) if config_name else None
+        sharing = document.get("sharing") if isinstance(document, dict) else None
+        slicing = sharing.get("timeSlicing") if isinstance(sharing, dict) else None
+        if not isinstance(slicing, dict):
+            return None
+        for entry in slicing.get("resources") or []:
+            if isinstance(entry, dict) and entry.get("name") == names.GPU and isinstance(entry.get("replicas"), int):
+                default_name = names.GPU + SHARED_SUFFIX if slicing.get("renameByDefault") is True else names.GPU
+                return str(entry.get("rename") or default_name), entry["replicas"]
+        return None
+
+    def registers(self, labels: dict[str, str], instance_type: str) -> dict[str, int] | None:
+        """What a node with these labels registers (None: not in the gpushare catalog)."""
+        try:
+            gpus = load_catalog().instance_type(instance_type).gpu_count
+        except CatalogError:
+            return None
+        sliced = self.time_slicing(self.config_name(labels))
+        if sliced is None:
+            return {names.GPU: gpus}
+        resource, replicas = sliced
+        return {resource: gpus * replicas}
+
+    def pool_slicing(self, pool: Pool) -> tuple[str, int] | None:
+        """(resource, replicas per GPU) on a time-sliced pool's nodes; None elsewhere or when unknown."""
+        return self.time_slicing(self.config_name(pool.labels)) if is_timeslice_pool(pool) else None
+
+    def resource_names(self) -> set[str]:
+        """Every resource name some config of the release registers."""
+        found = {names.GPU}
+        for name in self.configs:
+            sliced = self.time_slicing(name)
+            if sliced is not None:
+                found.add(sliced[0])
+        return found
