@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterator
 from decimal import Decimal
 
@@ -14,15 +15,28 @@ from .rule import Finding, Rule, finding
 from .stack import NAMESPACE, RESOURCE_QUOTA, Resource, StackView, sorted_by_name
 
 
-def _team_pools(namespace_pools: str | None, all_pools: list[Pool]) -> list[Pool]:
+def _team_pools(namespace_pools: str | None, all_pools: list[Pool], by_name: dict[str, list[Pool]]) -> list[Pool]:
+    """The listed pools in `all_pools` order (by name), looked up rather than rescanned per namespace."""
     if not namespace_pools:
         return all_pools
-    wanted = {name.strip() for name in namespace_pools.split(",")}
-    return [pool for pool in all_pools if pool.name in wanted]
+    wanted = sorted({name.strip() for name in namespace_pools.split(",")})
+    return [pool for name in wanted for pool in by_name.get(name, ())]
 
 
 def _quotas(view: StackView, namespace: str) -> list[Resource]:
-    return [q for q in view.of_type(RESOURCE_QUOTA) if q.get("metadata", "namespace") == namespace]
+    return list(
+        view.memo("quotas-by-namespace", lambda: _by_namespace(view.of_type(RESOURCE_QUOTA))).get(namespace, ())
+    )
+
+
+def _by_namespace(quotas: list[Resource]) -> dict[str, list[Resource]]:
+    """Grouped once, not rescanned per namespace; a non-string namespace names no namespace."""
+    grouped: dict[str, list[Resource]] = defaultdict(list)
+    for quota in quotas:
+        namespace = quota.get("metadata", "namespace")
+        if isinstance(namespace, str):
+            grouped[namespace].append(quota)
+    return grouped
 
 
 def check_quota_present(view: StackView, _config: None) -> Iterator[Finding]:
@@ -64,10 +78,14 @@ def _pool_supply(view: StackView, hami: Hami | None, pool: Pool, key: str) -> De
 def check_quota_fits(view: StackView, _config: None) -> Iterator[Finding]:
     hami = Hami.of(view)
     all_pools = pools(view)
+    by_name: dict[str, list[Pool]] = defaultdict(list)
+    for pool in all_pools:
+        by_name[pool.name].append(pool)
     for namespace in sorted_by_name(view.of_type(NAMESPACE)):
         if names.TEAM_LABEL not in (namespace.get("metadata", "labels") or {}):
             continue
-        team_pools = _team_pools(namespace.get("metadata", "annotations", names.TEAM_POOLS_ANNOTATION), all_pools)
+        listed = namespace.get("metadata", "annotations", names.TEAM_POOLS_ANNOTATION)
+        team_pools = _team_pools(listed, all_pools, by_name)
         for quota in _quotas(view, namespace.object_name):
             for key in (names.GPU, names.GPU_MEMORY, names.GPU_CORES):
                 value = (quota.get("spec", "hard") or {}).get(f"requests.{key}")
