@@ -13,6 +13,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from gpushare.errors import UserError, first_error, key_path
+from gpushare.files import SAFE_LOADER
 
 CATALOG_PATH = Path(__file__).with_name("catalog.yaml")
 
@@ -135,4 +136,4 @@ def parse_catalog(data: object) -> Catalog:
 @cache
 def load_catalog(path: Path = CATALOG_PATH) -> Catalog:
     """The catalog that ships with the project (cached: it is read by config, renderers and policies)."""
-    return parse_catalog(yaml.safe_load(path.read_text()))
+    return parse_catalog(yaml.load(path.read_text(), Loader=SAFE_LOADER))

@@ -10,11 +10,12 @@ import yaml
 
 from gpushare.errors import UserError
 
-# libyaml's C loader where PyYAML was built with it (the wheels are), the pure-Python one otherwise.
-_BASE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# libyaml's C loader where PyYAML was built with it (the wheels are), the pure-Python one otherwise: same
+# data, several times faster.
+SAFE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-class _UniqueKeyLoader(_BASE_LOADER):  # type: ignore[valid-type,misc]
+class _UniqueKeyLoader(SAFE_LOADER):  # type: ignore[valid-type,misc]
     """Refuses a mapping that repeats a key: PyYAML would silently keep the last value."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:

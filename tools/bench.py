@@ -1,21 +1,39 @@
-"""`make bench`: how long validation, rendering, the offline plan and the policy pack take (printed, never asserted)."""
+"""`make bench`: how long validation, rendering, the offline plan and the policy pack take, and how the pack's
+time grows with the stack (printed, never asserted)."""
 
 from __future__ import annotations
 
+import json
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
+from gpushare import names
 from gpushare.config import load_stack_config
 from gpushare.render.stack import helm_releases, kubernetes_objects
 from policies.gpushare_policies.registry import evaluate
-from policies.gpushare_policies.stack import from_plan
+from policies.gpushare_policies.stack import NAMESPACE, NODE_OVERLAY, NODE_POOL, RESOURCE_QUOTA, from_plan
 from tools.offline import run_program
 from tools.plan import read_stack_file
 
 ROOT = Path(__file__).resolve().parent.parent
 T = TypeVar("T")
+GROWTH_SIZES = (100, 1_000, 10_000)
+# What grows with the number of pools and teams; everything else (cluster, releases, IAM) is there once.
+SCALED_TYPES = frozenset(
+    {NODE_POOL, NODE_OVERLAY, NAMESPACE, RESOURCE_QUOTA, "kubernetes:core/v1:LimitRange"}
+    | {
+        f"kubernetes:admissionregistration.k8s.io/v1:{kind}"
+        for kind in (
+            "MutatingAdmissionPolicy",
+            "MutatingAdmissionPolicyBinding",
+            "ValidatingAdmissionPolicy",
+            "ValidatingAdmissionPolicyBinding",
+        )
+    }
+)
 
 
 def timed(label: str, repeat: int, work: Callable[[], T]) -> T:
@@ -28,6 +46,53 @@ def timed(label: str, repeat: int, work: Callable[[], T]) -> T:
     return result
 
 
+def _team_or_pool(resource: dict[str, Any]) -> bool:
+    """A pool, overlay or team object: the part of a plan that repeats per pool and per team."""
+    if resource["type"] not in SCALED_TYPES:
+        return False
+    labels = (resource["inputs"].get("metadata") or {}).get("labels") or {}
+    return resource["type"] != NAMESPACE or names.TEAM_LABEL in labels
+
+
+def scaled_plan(resources: list[dict[str, Any]], size: int) -> list[dict[str, Any]]:
+    """`resources` plus renamed copies of its pools, overlays and teams (with their quotas and admission
+    policies), about `size` resources in all; each copy refers only to its own pools and namespaces, so every
+    copy is as valid as the original."""
+    unit = [r for r in resources if _team_or_pool(r)]
+    # Pool and team names: every reference between copied objects (and every copied name) contains one.
+    owners = {str(r["inputs"]["metadata"]["name"]) for r in unit if r["type"] in (NODE_POOL, NAMESPACE)}
+    pattern = re.compile(
+        r"(?<![A-Za-z0-9])(" + "|".join(map(re.escape, sorted(owners, key=len, reverse=True))) + r")(?![A-Za-z0-9])"
+    )
+    text = json.dumps(unit)
+    copies = max(0, round((size - len(resources)) / len(unit)))
+    scaled = list(resources)
+    for copy in range(1, copies + 1):
+        scaled += json.loads(pattern.sub(lambda match, n=copy: f"{match.group(1)}-copy{n}", text))
+    return scaled
+
+
+def growth(resources: list[dict[str, Any]]) -> None:
+    """evaluate() at 100, 1,000 and 10,000 resources: about 10x per step is linear, 100x is quadratic. Best of
+    several runs on small plans (noise), each on a fresh view (nothing memoized by the run before)."""
+    previous: tuple[int, float] | None = None
+    for size in GROWTH_SIZES:
+        plan = scaled_plan(resources, size)
+        seconds = float("inf")
+        for _ in range(max(1, 3_000 // size)):
+            view = from_plan(plan)
+            start = time.perf_counter()
+            evaluate(view)
+            seconds = min(seconds, time.perf_counter() - start)
+        pools, overlays = (sum(r["type"] == token for r in plan) for token in (NODE_POOL, NODE_OVERLAY))
+        shape = f"{len(plan)} resources ({pools} pools, {overlays} overlays)"
+        line = f"evaluate {shape:<42} {seconds * 1000:9.1f} ms {seconds * 1e6 / len(plan):6.1f} us/resource"
+        if previous is not None:
+            line += f"  x{seconds / previous[1]:.1f} for x{len(plan) / previous[0]:.1f} resources"
+        print(line)
+        previous = (len(plan), seconds)
+
+
 def main() -> None:
     raw = read_stack_file(ROOT / "Pulumi.prod.yaml")
     config = load_stack_config(raw)
@@ -35,6 +100,7 @@ def main() -> None:
     timed("render prod objects and Helm values", 200, lambda: (kubernetes_objects(config), helm_releases(config)))
     monitor = timed("run prod program under mocks", 1, lambda: run_program(raw, "prod"))
     timed("evaluate the policy pack on the prod plan", 20, lambda: evaluate(from_plan(monitor.recorded)))
+    growth(run_program(read_stack_file(ROOT / "Pulumi.dev.yaml"), "dev").recorded)
 
 
 if __name__ == "__main__":

@@ -37,6 +37,16 @@ class PlanResource(BaseModel):
     dependencies: list[str] = []
     inputs: dict[str, Any] = {}
 
+    def for_check(self) -> dict[str, Any]:
+        """What from_plan reads, sharing the parsed inputs: model_dump would copy every resource once more."""
+        return {
+            "urn": self.urn,
+            "type": self.type,
+            "name": self.name,
+            "dependencies": self.dependencies,
+            "inputs": self.inputs,
+        }
+
 
 class PlanFile(BaseModel):
     model_config = ConfigDict(extra="allow")
@@ -90,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         plan = read_plan(args.plan)
         config, config_path = policy_config_for(plan.stack, args.policy_config)
-        violations = check([r.model_dump() for r in plan.resources], config)
+        violations = check([r.for_check() for r in plan.resources], config)
     except UserError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -30,6 +30,7 @@ import yaml
 
 from gpushare import compat, images, names
 from gpushare.config import MonitoringConfig, StackConfig
+from gpushare.files import SAFE_LOADER
 from gpushare.render.hami import hami_values
 from gpushare.render.stack import HelmRelease
 
@@ -142,7 +143,7 @@ class Panel:
 @cache
 def metric_catalog() -> dict[str, Any]:
     """Metric names each pinned component exports, with their source (gpushare/monitoring/metrics.yaml)."""
-    return yaml.safe_load((DATA / "metrics.yaml").read_text())
+    return yaml.load((DATA / "metrics.yaml").read_text(), Loader=SAFE_LOADER)
 
 
 def known_metrics() -> frozenset[str]:
@@ -152,7 +153,7 @@ def known_metrics() -> frozenset[str]:
 @cache
 def verified_chart_keys() -> dict[str, Any]:
     """`chart@version` -> value keys read in that chart's values.yaml (gpushare/monitoring/chart-keys.yaml)."""
-    return yaml.safe_load((DATA / "chart-keys.yaml").read_text())
+    return yaml.load((DATA / "chart-keys.yaml").read_text(), Loader=SAFE_LOADER)
 
 
 def _leaf_paths(values: Mapping[str, Any], prefix: str = "") -> Iterator[str]:

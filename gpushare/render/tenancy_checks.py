@@ -5,6 +5,7 @@ They read only what a plan carries (plain object dicts), so the pack and the tes
 
 from __future__ import annotations
 
+from collections import defaultdict
 from typing import Any
 
 from gpushare import names
@@ -44,12 +45,12 @@ def admission_scope_problems(objects: list[dict[str, Any]]) -> list[str]:
 def scheduler_policy_problems(objects: list[dict[str, Any]]) -> list[str]:
     """Every team namespace that records a scheduler policy has mutating policies that set exactly it."""
     problems = []
-    expressions = {
-        (o["metadata"].get("labels", {}).get(names.TEAM_LABEL), (m.get("applyConfiguration") or {}).get("expression"))
-        for o in objects
-        if o["kind"] == "MutatingAdmissionPolicy"
-        for m in o["spec"].get("mutations", [])
-    }
+    expressions: dict[Any, set[Any]] = defaultdict(set)  # team -> what its policies set, read once for all teams
+    for o in objects:
+        if o["kind"] == "MutatingAdmissionPolicy":
+            for m in o["spec"].get("mutations", []):
+                team = o["metadata"].get("labels", {}).get(names.TEAM_LABEL)
+                expressions[team].add((m.get("applyConfiguration") or {}).get("expression"))
     for namespace in (o for o in objects if o["kind"] == "Namespace"):
         annotations = namespace["metadata"].get("annotations", {})
         team = namespace["metadata"]["name"]
@@ -60,7 +61,7 @@ def scheduler_policy_problems(objects: list[dict[str, Any]]) -> list[str]:
             if recorded not in annotations:
                 continue
             wanted = f"'{hami_key}': '{annotations[recorded]}'"
-            if not any(owner == team and wanted in (expression or "") for owner, expression in expressions):
+            if not any(wanted in (expression or "") for expression in expressions.get(team, ())):
                 problems.append(
                     f"Namespace {team}: scheduler policy {annotations[recorded]} is not applied to its pods "
                     f"(no MutatingAdmissionPolicy for namespace {team} sets {hami_key})"

@@ -8,6 +8,8 @@ from typing import Any
 import yaml
 
 
+# The pure-Python dumper on purpose: libyaml's emitter folds long double-quoted strings (the dashboard
+# ConfigMap) at other places and drops the `...` after a lone scalar, so golden files would change.
 class _PlainDumper(yaml.SafeDumper):
     """Shared sub-objects are written out in full; anchors make reviewed diffs unreadable."""
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
@@ -147,17 +148,54 @@ class Pool:
 
 
 def pools(view: StackView) -> list[Pool]:
-    return sorted((Pool.of(r) for r in view.of_type(NODE_POOL)), key=lambda p: p.name)
+    """Sorted by name; read from the specs once per view."""
+    return list(view.memo("pools", lambda: sorted((Pool.of(r) for r in view.of_type(NODE_POOL)), key=lambda p: p.name)))
+
+
+class _OverlayIndex:
+    """Overlays by one `In` requirement each (the nodepool one when there is one): a node's candidates are the
+    overlays filed under one of its labels, plus those with no usable `In`, instead of every overlay."""
+
+    def __init__(self, overlays: list[Resource]) -> None:
+        self.unfiled: list[int] = []
+        self.filed: dict[tuple[str, str], list[int]] = defaultdict(list)
+        self.overlays = overlays
+        for position, overlay in enumerate(overlays):
+            anchor = _anchor(overlay.get("spec", "requirements"))
+            if anchor is None:
+                self.unfiled.append(position)
+                continue
+            for value in dict.fromkeys(str(v) for v in anchor["values"]):
+                self.filed[(anchor["key"], value)].append(position)
+
+    def matching(self, labels: Mapping[str, str]) -> list[Resource]:
+        """Overlays whose requirements all hold for `labels`, in stack order (equal weights: the later wins)."""
+        candidates = set(self.unfiled)
+        for item in labels.items():
+            candidates.update(self.filed.get(item, ()))
+        found = (self.overlays[position] for position in sorted(candidates))
+        return [o for o in found if all(requirement_matches(r, labels) for r in o.get("spec", "requirements") or [])]
+
+
+def _anchor(requirements: Any) -> dict[str, Any] | None:
+    """The requirement an overlay is filed under: an `In` on a string key with a list of values, the nodepool
+    key first; a label set lacking key=value fails it, so the overlay cannot match that node."""
+    usable = [
+        req
+        for req in (requirements if isinstance(requirements, list) else ())
+        if isinstance(req, dict)
+        and req.get("operator") == "In"
+        and isinstance(req.get("key"), str)
+        and isinstance(req.get("values"), list)
+    ]
+    return next((req for req in usable if req["key"] == names.NODEPOOL_LABEL), usable[0] if usable else None)
 
 
 def overlays_for(view: StackView, pool: Pool, instance_type: str) -> list[Resource]:
     """Overlays whose requirements all hold for this pool and instance type (Karpenter NodeOverlay docs)."""
     labels = pool.node_labels(instance_type)
-    return [
-        overlay
-        for overlay in view.of_type(NODE_OVERLAY)
-        if all(requirement_matches(req, labels) for req in overlay.get("spec", "requirements") or [])
-    ]
+    index = view.memo("overlay-index", lambda: _OverlayIndex(view.of_type(NODE_OVERLAY)))
+    return list(view.memo(("overlays-for", frozenset(labels.items())), lambda: index.matching(labels)))
 
 
 def overlay_weight(overlay: Resource) -> int:

@@ -6,12 +6,15 @@ Both sources reduce to the same plain values (integral floats become ints, unkno
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections import defaultdict
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar
 
 from gpushare import names
+
+T = TypeVar("T")
 
 
 class _Unknown:
@@ -84,14 +87,39 @@ class Resource:
 
 @dataclass(frozen=True)
 class StackView:
+    """Indexed once, so rules that look things up per pool or per namespace stay linear in the stack's size."""
+
     resources: tuple[Resource, ...]
+    _memo: dict[Hashable, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @cached_property
     def by_urn(self) -> dict[str, Resource]:
         return {r.urn: r for r in self.resources}
 
+    @cached_property
+    def _by_type(self) -> dict[str, list[Resource]]:
+        grouped: dict[str, list[Resource]] = defaultdict(list)
+        for resource in self.resources:
+            grouped[resource.type].append(resource)
+        return dict(grouped)
+
+    @cached_property
+    def _by_object_name(self) -> dict[tuple[str, str], list[Resource]]:
+        grouped: dict[tuple[str, str], list[Resource]] = defaultdict(list)
+        for resource in self.resources:
+            grouped[(resource.type, resource.object_name)].append(resource)
+        return dict(grouped)
+
     def of_type(self, token: str) -> list[Resource]:
-        return [r for r in self.resources if r.type == token]
+        """In stack order; a fresh list, so a caller's sort or append never reaches the index."""
+        return list(self._by_type.get(token, ()))
+
+    def memo(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """`compute()` once per view and key: what rules derive from the stack (pools, overlay matches) is
+        shared by every rule instead of recomputed by each."""
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]
 
     def releases(self, chart: str) -> list[Resource]:
         """Helm releases of a chart, by the last segment of the chart reference (`oci://.../karpenter`)."""
@@ -102,7 +130,7 @@ class StackView:
         return found[0] if found else None
 
     def objects(self, token: str, name: str) -> list[Resource]:
-        return [r for r in self.of_type(token) if r.object_name == name]
+        return list(self._by_object_name.get((token, name), ()))
 
     def mock_daemonsets(self) -> list[Resource]:
         """DaemonSets running the HAMi mock device plugin image, whatever they are called."""

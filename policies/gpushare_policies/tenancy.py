@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterator
 
 from gpushare import names
@@ -15,15 +16,37 @@ from .rule import Finding, Rule, finding
 from .stack import NAMESPACE, RESOURCE_QUOTA, Resource, StackView, sorted_by_name
 
 
-def _team_pools(namespace_pools: str | None, all_pools: list[Pool]) -> list[Pool]:
-    if not namespace_pools:
-        return all_pools
-    wanted = {name.strip() for name in namespace_pools.split(",")}
-    return [pool for pool in all_pools if pool.name in wanted]
+def _pools_by_name(view: StackView) -> dict[str, list[Pool]]:
+    grouped: dict[str, list[Pool]] = defaultdict(list)
+    for pool in pools(view):
+        grouped[pool.name].append(pool)
+    return grouped
+
+
+def _team_pools(view: StackView, namespace: Resource) -> list[Pool]:
+    """The pools a team namespace lists (all when it lists none), looked up rather than rescanned per namespace."""
+    listed = namespace.get("metadata", "annotations", names.TEAM_POOLS_ANNOTATION)
+    if not isinstance(listed, str) or not listed:
+        return pools(view)
+    by_name = view.memo("pools-by-name", lambda: _pools_by_name(view))
+    wanted = sorted({name.strip() for name in listed.split(",")})
+    return [pool for name in wanted for pool in by_name.get(name, ())]
 
 
 def _quotas(view: StackView, namespace: str) -> list[Resource]:
-    return [q for q in view.of_type(RESOURCE_QUOTA) if q.get("metadata", "namespace") == namespace]
+    return list(
+        view.memo("quotas-by-namespace", lambda: _by_namespace(view.of_type(RESOURCE_QUOTA))).get(namespace, ())
+    )
+
+
+def _by_namespace(quotas: list[Resource]) -> dict[str, list[Resource]]:
+    """Grouped once, not rescanned per namespace; a non-string namespace names no namespace."""
+    grouped: dict[str, list[Resource]] = defaultdict(list)
+    for quota in quotas:
+        namespace = quota.get("metadata", "namespace")
+        if isinstance(namespace, str):
+            grouped[namespace].append(quota)
+    return grouped
 
 
 def _required(view: StackView, team_pools: list[Pool]) -> list[str]:
@@ -38,12 +61,11 @@ def _required(view: StackView, team_pools: list[Pool]) -> list[str]:
 
 
 def check_quota_present(view: StackView, _config: None) -> Iterator[Finding]:
-    all_pools = pools(view)
     for namespace in sorted_by_name(view.of_type(NAMESPACE)):
         labels = namespace.get("metadata", "labels") or {}
         if names.TEAM_LABEL not in labels:
             continue
-        team_pools = _team_pools(namespace.get("metadata", "annotations", names.TEAM_POOLS_ANNOTATION), all_pools)
+        team_pools = _team_pools(view, namespace)
         required = _required(view, team_pools)
         hard: dict = {}
         for quota in _quotas(view, namespace.object_name):
@@ -80,11 +102,10 @@ def _pool_supply(view: StackView, hami: Hami | None, pool: Pool) -> dict[str, in
 
 def check_quota_fits(view: StackView, _config: None) -> Iterator[Finding]:
     hami = Hami.of(view)
-    all_pools = pools(view)
     for namespace in sorted_by_name(view.of_type(NAMESPACE)):
         if names.TEAM_LABEL not in (namespace.get("metadata", "labels") or {}):
             continue
-        team_pools = _team_pools(namespace.get("metadata", "annotations", names.TEAM_POOLS_ANNOTATION), all_pools)
+        team_pools = _team_pools(view, namespace)
         supplies = [_pool_supply(view, hami, pool) for pool in team_pools]
         if not supplies or None in supplies:
             continue
