@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from gpushare import names
+from gpushare import images, names
 
 # HAMi chart versions published at https://project-hami.github.io/HAMi/ that this project knows the
 # value keys of (read from Project-HAMi/HAMi charts/hami at each tag).
@@ -69,9 +69,8 @@ def hami_wrong_node_selector_key(chart_version: str) -> str:
 
 
 def mock_image_tag(image: str) -> str:
-    """`docker.io/projecthami/mock-device-plugin:1.0.1` -> `1.0.1` (empty when untagged)."""
-    name, _, tag = image.rpartition(":")
-    return tag if name and "/" not in tag else ""
+    """`docker.io/projecthami/mock-device-plugin:1.0.1[@sha256:...]` -> `1.0.1` (empty when untagged)."""
+    return images.split_reference(image)[1]
 
 
 def hami_fullname(release_name: str, values: dict[str, Any]) -> str:

@@ -21,6 +21,15 @@ MIRROR_PATTERN: Final = (
 ImageMaps = Mapping[str, Mapping[str, str]]
 
 
+def split_reference(image: str) -> tuple[str, str, str]:
+    """`repo[:tag][@sha256:...]` -> (repo, tag, digest); a registry port (`host:5000/x`) is not a tag."""
+    name, _, digest = image.partition("@")
+    repository, _, tag = name.rpartition(":")
+    if not repository or "/" in tag:
+        return name, "", digest
+    return repository, tag, digest
+
+
 def split_registry(image: str) -> tuple[str, str]:
     """`projecthami/hami:v1` -> (`docker.io`, `projecthami/hami:v1`); `busybox` -> (`docker.io`, `library/busybox`).
 

@@ -117,7 +117,14 @@ CASES = {
     "overlay on an unknown label": (
         "hami-overlay-coverage",
         lambda r: overlay(r)["spec"]["requirements"].append(
-            {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us-west-2a"]}
+            {"key": "example.com/rack", "operator": "In", "values": ["r1"]}
+        ),
+        ["instance type g5.xlarge has no NodeOverlay"],
+    ),
+    "overlay on a Karpenter label the type does not have": (
+        "hami-overlay-coverage",
+        lambda r: overlay(r)["spec"]["requirements"].append(
+            {"key": "karpenter.k8s.aws/instance-gpu-name", "operator": "In", "values": ["t4"]}
         ),
         ["instance type g5.xlarge has no NodeOverlay"],
     ),
@@ -714,3 +721,42 @@ def test_aws_eks_cluster_shape_is_read(plans):
     assert messages(resources, "node-security-baseline") == []
     aws_cluster["inputs"]["encryptionConfig"]["resources"] = []
     assert "encryptionConfig not set" in messages(resources, "node-security-baseline")[0]
+
+
+@pytest.mark.parametrize(
+    "requirement",
+    [
+        {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
+        {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
+        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+        {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us-west-2a"]},
+        {"key": "karpenter.k8s.aws/instance-gpu-name", "operator": "In", "values": ["a10g"]},
+        {"key": "karpenter.k8s.aws/instance-gpu-count", "operator": "Gt", "values": ["0"]},
+        {"key": "karpenter.k8s.aws/instance-gpu-memory", "operator": "In", "values": ["22888"]},
+        {"key": "karpenter.k8s.aws/instance-category", "operator": "In", "values": ["g"]},
+        {"key": "karpenter.k8s.aws/instance-generation", "operator": "In", "values": ["5"]},
+        {"key": "karpenter.k8s.aws/instance-cpu-manufacturer", "operator": "In", "values": ["amd"]},
+    ],
+    ids=lambda r: r["key"].rsplit("/", 1)[-1],
+)
+def test_overlay_requirements_on_labels_karpenter_sets_are_not_unmet(plans, requirement):
+    resources = broken(plans["dev"], lambda r: overlay(r)["spec"]["requirements"].append(requirement))
+    for rule in ("hami-overlay-coverage", "hami-overlay-capacity-matches"):
+        assert messages(resources, rule) == []
+
+
+def test_startup_taints_need_no_toleration(plans):
+    startup = {"key": "node.cilium.io/agent-not-ready", "value": "true", "effect": "NoExecute"}
+    resources = broken(plans["dev"], lambda r: pool(r)["spec"]["template"]["spec"].update(startupTaints=[startup]))
+    assert messages(resources, "hami-pool-labels-match-device-plugins") == []
+    assert messages(resources, "nvidia-device-plugin-placement") == []
+
+
+def test_a_digest_pinned_mock_image_is_still_the_mock(plans):
+    digest = "sha256:" + "0" * 64
+    resources = broken(
+        plans["dev"],
+        lambda r: _set(mock(r), ["spec", "template", "spec", "containers", 0, "image"], f"{MOCK_REPO}:1.0.1@{digest}"),
+    )
+    for rule in RULES:
+        assert messages(resources, rule.name) == messages(resources_of(plans["dev"]), rule.name), rule.name

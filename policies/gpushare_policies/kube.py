@@ -10,6 +10,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from gpushare import names
+from gpushare.catalog import load_catalog
 
 from .stack import NODE_OVERLAY, NODE_POOL, Resource, StackView
 
@@ -114,6 +115,7 @@ class Pool:
     taints: tuple[dict[str, Any], ...]
     limits: dict[str, Any]
     node_class: str | None
+    capacity_types: tuple[str, ...] | None  # None: any offering Karpenter has
 
     @classmethod
     def of(cls, resource: Resource) -> Pool:
@@ -130,21 +132,90 @@ class Pool:
             name=resource.object_name,
             labels={str(k): str(v) for k, v in ((template.get("metadata") or {}).get("labels") or {}).items()},
             instance_types=types,
-            taints=tuple(spec.get("taints") or ()) + tuple(spec.get("startupTaints") or ()),
+            # startupTaints are removed by their owner (e.g. a CNI) before the node initializes: nothing needs
+            # to tolerate them.
+            taints=tuple(spec.get("taints") or ()),
+            capacity_types=_in_values(spec.get("requirements"), names.CAPACITY_TYPE_LABEL),
             limits=dict(resource.get("spec", "limits") or {}),
             node_class=ref.get("name"),
         )
 
     def node_labels(self, instance_type: str) -> dict[str, str]:
-        """Labels an overlay is matched against: the type's, the pool name and the template labels."""
-        family, _, size = instance_type.partition(".")
-        return {
-            names.INSTANCE_TYPE_LABEL: instance_type,
-            "karpenter.k8s.aws/instance-family": family,
-            "karpenter.k8s.aws/instance-size": size,
-            **self.labels,
-            names.NODEPOOL_LABEL: self.name,
+        """Labels an overlay is matched against: what Karpenter sets on every offering of the type (from the
+        catalog), the template labels and the pool name."""
+        return {**instance_type_labels(instance_type), **self.labels, names.NODEPOOL_LABEL: self.name}
+
+
+# Labels karpenter-provider-aws sets on every instance type (pkg/apis/v1/labels.go) whose value the gpushare catalog
+# does not hold, or which differ per offering (zone): a requirement on them may hold, so it never makes an overlay
+# "not apply". Only labels nobody sets count as unmet.
+UNEVALUATED_LABELS: frozenset[str] = frozenset(
+    {
+        "topology.kubernetes.io/zone",
+        "topology.k8s.aws/zone-id",
+        "topology.kubernetes.io/region",
+        "karpenter.k8s.aws/instance-cpu-manufacturer",
+        "karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz",
+        "karpenter.k8s.aws/instance-ebs-bandwidth",
+        "karpenter.k8s.aws/instance-network-bandwidth",
+        "karpenter.k8s.aws/instance-local-nvme",
+        "karpenter.k8s.aws/instance-hypervisor",
+        "karpenter.k8s.aws/instance-encryption-in-transit-supported",
+        "karpenter.k8s.aws/instance-capability-flex",
+    }
+)
+CAPACITY_TYPES = ("on-demand", "spot", "reserved")
+
+
+def instance_type_labels(instance_type: str) -> dict[str, str]:
+    """The labels Karpenter gives a node of a catalog type (name-derived ones for types outside the catalog)."""
+    family, _, size = instance_type.partition(".")
+    category = family.rstrip("abcdefghijklmnopqrstuvwxyz-").rstrip("0123456789") or family
+    labels = {
+        names.INSTANCE_TYPE_LABEL: instance_type,
+        "karpenter.k8s.aws/instance-family": family,
+        "karpenter.k8s.aws/instance-size": size,
+        "karpenter.k8s.aws/instance-category": category,
+        "karpenter.k8s.aws/instance-generation": family[len(category) :].rstrip("abcdefghijklmnopqrstuvwxyz-"),
+    }
+    catalog = load_catalog()
+    if instance_type not in catalog.instance_type_names:
+        return labels
+    itype = catalog.instance_type(instance_type)
+    labels |= {
+        names.ARCH_LABEL: "amd64",
+        names.OS_LABEL: "linux",
+        "karpenter.k8s.aws/instance-cpu": str(itype.vcpu),
+        "karpenter.k8s.aws/instance-memory": str(itype.memory_mib),
+    }
+    if itype.gpu_count:
+        model = catalog.gpu_model_of(itype)
+        labels |= {
+            "karpenter.k8s.aws/instance-gpu-name": model.karpenter_gpu_name,
+            "karpenter.k8s.aws/instance-gpu-manufacturer": "nvidia",
+            "karpenter.k8s.aws/instance-gpu-count": str(itype.gpu_count),
+            "karpenter.k8s.aws/instance-gpu-memory": str(model.ec2_memory_mib),
         }
+    return labels
+
+
+def _in_values(requirements: Any, key: str) -> tuple[str, ...] | None:
+    """The values an `In` requirement on `key` allows (None: not restricted)."""
+    for requirement in requirements if isinstance(requirements, list) else ():
+        if isinstance(requirement, dict) and requirement.get("key") == key and requirement.get("operator") == "In":
+            return tuple(str(v) for v in requirement.get("values") or [])
+    return None
+
+
+def requirement_may_hold(requirement: Mapping[str, Any], labels: Mapping[str, str], capacity_types: Any) -> bool:
+    """A NodeOverlay requirement against a pool's node of one type: capacity type holds for some offering the pool
+    allows, labels gpushare cannot evaluate may hold, every other label is known."""
+    key = requirement.get("key")
+    if key in UNEVALUATED_LABELS:
+        return True
+    if key == names.CAPACITY_TYPE_LABEL:
+        return any(requirement_matches(requirement, {key: value}) for value in capacity_types or CAPACITY_TYPES)
+    return requirement_matches(requirement, labels)
 
 
 def pools(view: StackView) -> list[Pool]:
@@ -168,13 +239,17 @@ class _OverlayIndex:
             for value in dict.fromkeys(str(v) for v in anchor["values"]):
                 self.filed[(anchor["key"], value)].append(position)
 
-    def matching(self, labels: Mapping[str, str]) -> list[Resource]:
+    def matching(self, labels: Mapping[str, str], capacity_types: tuple[str, ...] | None) -> list[Resource]:
         """Overlays whose requirements all hold for `labels`, in stack order (equal weights: the later wins)."""
         candidates = set(self.unfiled)
         for item in labels.items():
             candidates.update(self.filed.get(item, ()))
         found = (self.overlays[position] for position in sorted(candidates))
-        return [o for o in found if all(requirement_matches(r, labels) for r in o.get("spec", "requirements") or [])]
+        return [
+            o
+            for o in found
+            if all(requirement_may_hold(r, labels, capacity_types) for r in o.get("spec", "requirements") or [])
+        ]
 
 
 def _anchor(requirements: Any) -> dict[str, Any] | None:
@@ -186,6 +261,7 @@ def _anchor(requirements: Any) -> dict[str, Any] | None:
         if isinstance(req, dict)
         and req.get("operator") == "In"
         and isinstance(req.get("key"), str)
+        and req["key"] not in UNEVALUATED_LABELS | {names.CAPACITY_TYPE_LABEL}
         and isinstance(req.get("values"), list)
     ]
     return next((req for req in usable if req["key"] == names.NODEPOOL_LABEL), usable[0] if usable else None)
@@ -195,7 +271,8 @@ def overlays_for(view: StackView, pool: Pool, instance_type: str) -> list[Resour
     """Overlays whose requirements all hold for this pool and instance type (Karpenter NodeOverlay docs)."""
     labels = pool.node_labels(instance_type)
     index = view.memo("overlay-index", lambda: _OverlayIndex(view.of_type(NODE_OVERLAY)))
-    return list(view.memo(("overlays-for", frozenset(labels.items())), lambda: index.matching(labels)))
+    key = ("overlays-for", frozenset(labels.items()), pool.capacity_types)
+    return list(view.memo(key, lambda: index.matching(labels, pool.capacity_types)))
 
 
 def overlay_weight(overlay: Resource) -> int:

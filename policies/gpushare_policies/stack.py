@@ -13,6 +13,7 @@ from functools import cached_property
 from typing import Any, TypeVar
 
 from gpushare import names
+from gpushare.images import split_reference
 
 T = TypeVar("T")
 
@@ -169,7 +170,7 @@ def containers(daemonset: Resource) -> list[dict[str, Any]]:
 
 
 def _is_mock_image(image: Any) -> bool:
-    return isinstance(image, str) and image.rpartition(":")[0].endswith("projecthami/mock-device-plugin")
+    return isinstance(image, str) and split_reference(image)[0].endswith("projecthami/mock-device-plugin")
 
 
 def from_plan(resources: Iterable[Mapping[str, Any]]) -> StackView:
