@@ -1,4 +1,5 @@
-"""Stand-in for the HAMi device plugin and the mock device plugin on the rig's fake GPU nodes.
+"""Stand-in for the HAMi device plugin, the mock device plugin and the NVIDIA device plugin on the rig's fake
+GPU nodes.
 
 What a node registers is derived the way those plugins derive it, from the HAMi release's values and the
 GPU's NVML memory, never from the stack's NodeOverlays (they are what is being tested):
@@ -9,6 +10,10 @@ GPU's NVML memory, never from the stack's NodeOverlays (they are what is being t
 - Mock device plugin 1.0.1 (nvidia/device.go GetResource): from that annotation, `<resourceMem> =
   sum(devmem) / memoryFactor`, `<resourceCores> = sum(devcore)`, `<resourceMemPercentage> = 100 x GPUs`.
   Chart 2.8.3 writes `memoryFactor: 1` into the device ConfigMap whatever the values say.
+- NVIDIA device plugin 0.20 with its chart's config-manager: a node runs the plugin when the release's
+  nodeSelector holds for it, gets the config its `nvidia.com/device-plugin.config` label names (else
+  `config.default`), and registers `nvidia.com/gpu = GPUs`, or with `sharing.timeSlicing` GPUs x replicas
+  under the resource's `rename`, or `<name>.shared` when `renameByDefault` (api/config/v1 replicas.go).
 """
 
 from __future__ import annotations
@@ -17,7 +22,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+import yaml
+
 REGISTER_ANNOTATION = "hami.io/node-nvidia-register"
+NVIDIA_CONFIG_LABEL = "nvidia.com/device-plugin.config"  # the chart's config-manager NODE_LABEL
 CHART_MEMORY_FACTOR = 1
 
 
@@ -82,3 +90,34 @@ def register(config: HamiDeviceConfig, node_name: str, gpus: int, nvml_mib: int,
         config.resource_mem_percentage: 100 * gpus,
     }
     return Registration({REGISTER_ANNOTATION: json.dumps(devices, separators=(",", ":"))}, resources)
+
+
+@dataclass(frozen=True)
+class NvidiaPluginConfig:
+    """The parts of the NVIDIA device plugin release's values that decide where it runs and what it registers."""
+
+    node_selector: dict[str, str]
+    configs: dict[str, dict[str, Any]]
+    default: str
+
+    @classmethod
+    def from_values(cls, values: dict[str, Any]) -> NvidiaPluginConfig:
+        config = values.get("config") or {}
+        return cls(
+            node_selector={str(k): str(v) for k, v in (values.get("nodeSelector") or {}).items()},
+            configs={name: yaml.safe_load(text) for name, text in (config.get("map") or {}).items()},
+            default=str(config.get("default") or ""),
+        )
+
+    def runs_on(self, labels: dict[str, str]) -> bool:
+        return all(labels.get(key) == value for key, value in self.node_selector.items())
+
+    def register(self, labels: dict[str, str], gpus: int) -> dict[str, int]:
+        """Extended resources a node with these labels and `gpus` GPUs ends up with."""
+        document = self.configs.get(labels.get(NVIDIA_CONFIG_LABEL, self.default)) or {}
+        slicing = (document.get("sharing") or {}).get("timeSlicing") or {}
+        for resource in slicing.get("resources") or []:
+            if resource["name"] == "nvidia.com/gpu":
+                default_name = "nvidia.com/gpu.shared" if slicing.get("renameByDefault") else "nvidia.com/gpu"
+                return {resource.get("rename") or default_name: gpus * int(resource["replicas"])}
+        return {"nvidia.com/gpu": gpus}

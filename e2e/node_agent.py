@@ -2,8 +2,9 @@
 
 - kubelet: a new node registers its extended resources as 0 until a device plugin reports them, so the
   agent zeroes them, then marks the node for KWOK (which plays the kubelet's status from then on).
-- HAMi device plugin + mock device plugin (HAMi pools) or the NVIDIA device plugin (exclusive pools):
-  once the node is Ready, register what `e2e.device_plugins` derives from the HAMi values and the GPU.
+- HAMi device plugin + mock device plugin (HAMi pools) or the NVIDIA device plugin (nodes its nodeSelector
+  admits: exclusive and time-sliced pools): once the node is Ready, register what `e2e.device_plugins`
+  derives from the release values and the GPU.
 A pool listed in `unplugged_pools` gets no device plugin: the ResourceNotRegistered failure.
 """
 
@@ -13,7 +14,7 @@ import threading
 from typing import Any
 
 from e2e.api import Api, ApiError
-from e2e.device_plugins import REGISTER_ANNOTATION, HamiDeviceConfig, register
+from e2e.device_plugins import REGISTER_ANNOTATION, HamiDeviceConfig, NvidiaPluginConfig, register
 from e2e.errors import RigError
 from e2e.rig import KUBELET_STARTED
 from gpushare import names
@@ -29,11 +30,12 @@ def _ready(node: dict[str, Any]) -> bool:
 
 
 class NodeAgent(threading.Thread):
-    def __init__(self, api: Api, catalog: Catalog, hami: HamiDeviceConfig) -> None:
+    def __init__(self, api: Api, catalog: Catalog, hami: HamiDeviceConfig, nvidia: NvidiaPluginConfig | None) -> None:
         super().__init__(name="node-agent", daemon=True)
         self.api = api
         self.catalog = catalog
         self.hami = hami
+        self.nvidia = nvidia
         self.unplugged_pools: set[str] = set()
         self.failure: Exception | None = None
         self._stop_requested = threading.Event()
@@ -70,7 +72,7 @@ class NodeAgent(threading.Thread):
         name = metadata["name"]
         labels = metadata.get("labels", {})
         if KUBELET_STARTED[0] not in annotations:
-            self._patch_status(name, dict.fromkeys(self.hami.resource_names, 0))
+            self._patch_status(name, dict.fromkeys([*self.hami.resource_names, names.GPU_SHARED], 0))
             self._annotate(name, {KUBELET_STARTED[0]: KUBELET_STARTED[1]})
             return
         if not _ready(node) or labels.get(names.POOL_LABEL) in self.unplugged_pools:
@@ -82,6 +84,8 @@ class NodeAgent(threading.Thread):
             registration = register(self.hami, name, itype.gpu_count, model.nvml_memory_mib, f"NVIDIA {model.name}")
             self._patch_status(name, registration.resources)
             self._annotate(name, registration.annotations)
-        elif sharing == names.SHARING_EXCLUSIVE and NVIDIA_REGISTERED_ANNOTATION not in annotations:
-            self._patch_status(name, {names.GPU: itype.gpu_count})
+        elif (
+            self.nvidia is not None and self.nvidia.runs_on(labels) and NVIDIA_REGISTERED_ANNOTATION not in annotations
+        ):
+            self._patch_status(name, self.nvidia.register(labels, itype.gpu_count))
             self._annotate(name, {NVIDIA_REGISTERED_ANNOTATION: "registered"})

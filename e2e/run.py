@@ -19,7 +19,7 @@ from types import FrameType
 
 from e2e import prometheus, report
 from e2e.api import ApiError
-from e2e.device_plugins import HamiDeviceConfig
+from e2e.device_plugins import HamiDeviceConfig, NvidiaPluginConfig
 from e2e.errors import RigError
 from e2e.instance_types import kwok_instance_types
 from e2e.kubectl import Kubectl, KubectlError
@@ -31,6 +31,7 @@ from e2e.scenarios import (
     ScenarioFailure,
     cpu_limit_blocks_second_node,
     diagnostics,
+    examples_run,
     install_running_stack,
     no_overlays,
     objects_accepted,
@@ -39,10 +40,12 @@ from e2e.scenarios import (
     seed_scale_up,
     several_nodes,
     team_admission,
+    time_slicing,
 )
 from e2e.simulate import load_workload, simulate
 from e2e.simulate import table as simulation_table
 from e2e.stack import ROOT, load_plan, write_plan
+from gpushare import names
 from gpushare.catalog import load_catalog
 
 REPORT_DIR = ROOT / "build" / "e2e"
@@ -59,6 +62,8 @@ SCENARIOS: dict[str, Callable[[Context], Result]] = {
     "cpu-limit": lambda ctx: cpu_limit_blocks_second_node(ctx, RUNNING_STACK, SEED_TEAM),
     "quota": lambda ctx: quota_refuses(ctx, RUNNING_STACK, SEED_TEAM),
     "team-admission": lambda ctx: team_admission(ctx, RUNNING_STACK, SEED_TEAM),
+    "time-slicing": lambda ctx: time_slicing(ctx, RUNNING_STACK, WIDE_TEAM),
+    "examples": lambda ctx: examples_run(ctx, sorted((ROOT / "examples").glob("*.yaml"))),
 }
 # Scenarios that need the cluster without the running stack come first.
 BEFORE_STACK = ("objects-dev", "objects-prod")
@@ -108,7 +113,9 @@ def run(args: argparse.Namespace) -> int:
         _apply_crds(rig, kubectl)
         wait_for("the default ServiceAccount", lambda: _has_default_sa(kubectl), 60)
         hami = HamiDeviceConfig.from_values(plans[running_stack].helm_values["hami"])
-        agent = NodeAgent(rig.api, catalog, hami)
+        nvidia_values = plans[running_stack].helm_values.get(names.NVIDIA_PLUGIN_RELEASE)
+        nvidia = NvidiaPluginConfig.from_values(nvidia_values) if nvidia_values is not None else None
+        agent = NodeAgent(rig.api, catalog, hami, nvidia)
         ctx = Context(rig.log_dir, rig.api, kubectl, catalog, plans, agent, hami)
         for name in [n for n in BEFORE_STACK if n in selected]:
             results.append(_run_one(name, ctx))

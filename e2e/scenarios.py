@@ -17,6 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from e2e import prometheus
 from e2e.api import Api, ApiError
 from e2e.device_plugins import HamiDeviceConfig
@@ -146,14 +148,26 @@ def _team_pool(ctx: Context, team: str, stack: str) -> str:
 
 
 def gpu_deployment(
-    ctx: Context, name: str, namespace: str, pool: str, replicas: int, vgpu: dict[str, int], cpu: str = "500m"
+    ctx: Context,
+    name: str,
+    namespace: str,
+    pool: str,
+    replicas: int,
+    vgpu: dict[str, int],
+    cpu: str = "500m",
+    shared: bool = False,
 ) -> dict[str, Any]:
-    """A Deployment of pause containers asking HAMi resources (names from the HAMi release's values)."""
-    limits = {
-        ctx.hami.resource_name: str(vgpu.get("gpu", 1)),
-        ctx.hami.resource_cores: str(vgpu["cores"]),
-        ctx.hami.resource_mem: str(vgpu["mem_mib"]),
-    }
+    """A Deployment of pause containers asking HAMi resources (names from the HAMi release's values), or with
+    `shared` one time-sliced GPU replica."""
+    limits = (
+        {names.GPU_SHARED: "1"}
+        if shared
+        else {
+            ctx.hami.resource_name: str(vgpu.get("gpu", 1)),
+            ctx.hami.resource_cores: str(vgpu["cores"]),
+            ctx.hami.resource_mem: str(vgpu["mem_mib"]),
+        }
+    )
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -269,6 +283,130 @@ def seed_scale_up(ctx: Context, stack: str, team: str) -> Result:
         f"{prometheus.NOT_INITIALIZED_ALERT} silent; consolidated {consolidated:.0f} s after scale-down",
         figures,
         ["consolidateAfter shortened to the rig's value for observability (the stack says otherwise)"],
+    )
+
+
+def _timeslice_pool(ctx: Context, stack: str, team: str) -> dict[str, Any]:
+    listed = ctx.plans[stack].namespace(team)["metadata"]["annotations"][names.TEAM_POOLS_ANNOTATION].split(",")
+    pools = [
+        p
+        for p in ctx.plans[stack].of_kind("NodePool")
+        if p["metadata"]["name"] in listed
+        and p["spec"]["template"]["metadata"]["labels"].get(names.SHARING_LABEL) == names.SHARING_TIMESLICE
+    ]
+    if not pools:
+        raise ScenarioFailure(f"team {team} of {stack} has no time-sliced pool")
+    return pools[0]
+
+
+def time_slicing(ctx: Context, stack: str, team: str) -> Result:
+    """Pods asking one time-sliced replica: Karpenter launches a 1-GPU node that registers `replicas` of them (the
+    NVIDIA plugin's time-slicing config, not the overlay), packs that many pods on it, and one more pod takes a
+    second node."""
+    pool = _timeslice_pool(ctx, stack, team)
+    pool_name = pool["metadata"]["name"]
+    labels = pool["spec"]["template"]["metadata"]["labels"]
+    if ctx.agent.nvidia is None:
+        raise ScenarioFailure(f"{stack} has a time-sliced pool but no {names.NVIDIA_PLUGIN_RELEASE} release")
+    replicas = ctx.agent.nvidia.register(labels, 1).get(names.GPU_SHARED, 0)
+    if replicas < 2:
+        raise ScenarioFailure(f"the NVIDIA plugin config of pool {pool_name} registers {replicas} {names.GPU_SHARED}")
+    deployment = gpu_deployment(ctx, "notebook", team, pool_name, replicas, {}, shared=True)
+    ctx.kubectl.apply([deployment])
+    seconds = _wait(
+        f"{replicas} notebook pods Running", lambda: len(_running(_pods(ctx, team, "notebook"))) == replicas
+    )
+    nodes = [n for n in ctx.api.items("/api/v1/nodes") if n["metadata"]["labels"].get(names.POOL_LABEL) == pool_name]
+    hosts = {pod["spec"]["nodeName"] for pod in _running(_pods(ctx, team, "notebook"))}
+    if len(nodes) != 1 or len(hosts) != 1:
+        raise ScenarioFailure(f"{replicas} pods on {len(hosts)} of {len(nodes)} nodes; expected one node for all")
+    node = nodes[0]
+    itype = ctx.catalog.instance_type(node["metadata"]["labels"][names.INSTANCE_TYPE_LABEL])
+    allocatable = node["status"]["allocatable"]
+    if (
+        itype.gpu_count != 1
+        or allocatable.get(names.GPU_SHARED) != str(replicas)
+        or allocatable.get(names.GPU, "0") != "0"
+    ):
+        raise ScenarioFailure(
+            f"node {itype.name} ({itype.gpu_count} GPU) allocatable {names.GPU_SHARED}="
+            f"{allocatable.get(names.GPU_SHARED)}, {names.GPU}={allocatable.get(names.GPU)}; expected a 1-GPU node "
+            f"with {replicas} replicas and no whole GPU"
+        )
+    [quota] = ctx.api.items(f"/api/v1/namespaces/{team}/resourcequotas")
+    counted = quota["status"].get("used", {}).get(f"requests.{names.GPU_SHARED}")
+    if counted != str(replicas):
+        raise ScenarioFailure(f"ResourceQuota {team} counts requests.{names.GPU_SHARED}={counted}, not {replicas}")
+    deployment["spec"]["replicas"] = replicas + 1
+    ctx.kubectl.apply([deployment])
+    _wait(f"{replicas + 1} notebook pods Running", lambda: len(_running(_pods(ctx, team, "notebook"))) == replicas + 1)
+    claims = [c for c in nodeclaims(ctx) if c["metadata"]["labels"].get(names.NODEPOOL_LABEL) == pool_name]
+    if len(claims) != 2:
+        raise ScenarioFailure(f"pod {replicas + 1} made {len(claims)} NodeClaims in {pool_name}; expected 2")
+    figures = {
+        "pool": pool_name,
+        "replicas_per_gpu": replicas,
+        "instance_type": itype.name,
+        "seconds_to_running": round(seconds, 1),
+        "usd_per_pod_hour": round(itype.on_demand_usd_per_hour / replicas, 3),
+    }
+    consolidated = _remove_and_wait_empty(ctx, deployment)
+    figures["seconds_to_consolidated"] = round(consolidated, 1)
+    return Result(
+        "time-slicing",
+        True,
+        f"{replicas} pods share one {itype.name} GPU ({names.GPU_SHARED}={replicas}, quota counts them, "
+        f"${figures['usd_per_pod_hour']}/pod-h); pod {replicas + 1} takes a second node; consolidated "
+        f"{consolidated:.0f} s after scale-down",
+        figures,
+        ["the NVIDIA device plugin is played by the rig's node agent from the release's time-slicing config"],
+    )
+
+
+def _pods_of(ctx: Context, workload: dict[str, Any]) -> list[dict[str, Any]]:
+    """A Deployment's pods by its selector, a Job's by the label the Job controller sets."""
+    if workload["kind"] == "Job":
+        labels = {"batch.kubernetes.io/job-name": workload["metadata"]["name"]}
+    else:
+        labels = workload["spec"]["selector"]["matchLabels"]
+    selector = ",".join(f"{key}%3D{value}" for key, value in labels.items())
+    return ctx.api.items(f"/api/v1/namespaces/{workload['metadata']['namespace']}/pods?labelSelector={selector}")
+
+
+def _ran(ctx: Context, workload: dict[str, Any]) -> int:
+    """Pods of the workload that run or ran to completion (KWOK completes a Job's pods as soon as they run)."""
+    return len([p for p in _pods_of(ctx, workload) if p.get("status", {}).get("phase") in ("Running", "Succeeded")])
+
+
+def examples_run(ctx: Context, examples: list[Path]) -> Result:
+    """Every workload under examples/ at once on the running dev stack: admitted by the team policies, within
+    the quotas, every pod Running (a Job: all its completions) on nodes Karpenter launched; then all consolidated
+    away."""
+    workloads = {
+        (w["metadata"]["namespace"], w["metadata"]["name"]): w
+        for p in examples
+        for w in yaml.safe_load_all(p.read_text())
+    }
+    ctx.kubectl.apply(list(workloads.values()))
+    expected = {key: w["spec"].get("replicas", w["spec"].get("completions", 1)) for key, w in workloads.items()}
+    pods = sum(expected.values())
+    try:
+        seconds = _wait(
+            f"{pods} example pods run", lambda: all(_ran(ctx, w) >= expected[key] for key, w in workloads.items())
+        )
+    except ScenarioFailure as failure:
+        short = {f"{ns}/{name}": f"{_ran(ctx, w)}/{expected[(ns, name)]}" for (ns, name), w in workloads.items()}
+        raise ScenarioFailure(f"{failure}; ran/expected {short}") from None
+    by_type = nodes_by_type(ctx)
+    ctx.kubectl.delete(list(workloads.values()))
+    consolidated = _wait("every NodeClaim consolidated away", lambda: not nodeclaims(ctx), 300)
+    return Result(
+        "examples",
+        True,
+        f"{len(workloads)} example workloads ({pods} pods) ran in {seconds:.0f} s on {by_type} "
+        f"(${usd_per_hour(ctx, by_type)}/h); consolidated {consolidated:.0f} s after deletion",
+        {"pods": pods, "nodes_by_type": by_type, "seconds_to_running": round(seconds, 1)},
+        ["pods are placed by kube-scheduler on the registered resources, not by HAMi's scheduler (see report)"],
     )
 
 

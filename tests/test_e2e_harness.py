@@ -7,12 +7,16 @@ import json
 import pytest
 
 from e2e.build import BINARIES, TOOLS, pin_hash
-from e2e.device_plugins import REGISTER_ANNOTATION, HamiDeviceConfig, register
+from e2e.device_plugins import REGISTER_ANNOTATION, HamiDeviceConfig, NvidiaPluginConfig, register
 from e2e.instance_types import ZONES, kwok_instance_types
 from e2e.report import UPSTREAM_MODULES, versions
 from e2e.stack import KWOK_NODE_CLASS, RIG_CONSOLIDATE_AFTER, for_rig
+from gpushare.capacity import pool_plans
 from gpushare.catalog import load_catalog
+from gpushare.config import StackConfig
 from gpushare.hami import SharingProfile, node_capacity
+from gpushare.render.hami import nvidia_device_plugin_values
+from gpushare.render.karpenter import pool_labels
 
 CATALOG = load_catalog()
 
@@ -76,6 +80,23 @@ def test_stand_in_and_the_stack_model_agree_at_the_default_profile(itype: str) -
     model = CATALOG.gpu_model_of(instance)
     registered = register(HamiDeviceConfig.from_values({}), "n", instance.gpu_count, model.nvml_memory_mib, "x")
     assert registered.resources == node_capacity(CATALOG, instance, SharingProfile()).resources()
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_nvidia_stand_in_registers_what_the_stack_model_plans(stack: str, request: pytest.FixtureRequest) -> None:
+    """Exclusive and time-sliced pools: the stand-in reads the release values and the node labels; the overlays
+    and limits come from gpushare.capacity."""
+    config: StackConfig = request.getfixturevalue(stack)
+    plugin = NvidiaPluginConfig.from_values(nvidia_device_plugin_values(config))
+    plans = pool_plans(config)
+    for pool in config.pools:
+        labels = pool_labels(pool)
+        assert plugin.runs_on(labels) == (pool.sharing != "hami"), pool.name
+        if pool.sharing == "hami":
+            continue
+        for node in plans[pool.name].nodes:
+            gpus = CATALOG.instance_type(node.instance_type).gpu_count
+            assert plugin.register(labels, gpus) == dict(node.resources), (pool.name, node.instance_type)
 
 
 def test_only_nodepools_change_for_the_rig() -> None:

@@ -45,6 +45,7 @@ def test_examples_exist_for_every_seed_workload():
         "scheduler-policies.yaml",
         "request-styles.yaml",
         "batch-job.yaml",
+        "timeslice.yaml",
     }
 
 
@@ -65,6 +66,10 @@ def test_requests_fit_one_gpu_of_the_pool_and_have_quota_keys(workload, rendered
     per_gpu = per_gpu_limits([plan])
     quota = rendered[("ResourceQuota", f"{workload['metadata']['namespace']}-gpu")]["spec"]["hard"]
     for limits in _limits(workload):
+        if pool.sharing == names.SHARING_TIMESLICE:
+            assert limits == {names.GPU_SHARED: "1"}, "a time-sliced pod asks one replica (more are refused)"
+            assert f"requests.{names.GPU_SHARED}" in quota
+            continue
         assert set(limits) <= set(tenancy.HAMI_RESOURCES)
         assert int(limits[names.GPU]) <= min(c.gpus for c in plan.capacities)
         for resource, amount in limits.items():
