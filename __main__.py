@@ -6,17 +6,19 @@ import pulumi
 import pulumi_aws as aws
 from pulumi.runtime.config import CONFIG, get_config_env
 
-from components.capacity import GpuCapacity
-from components.cluster import Cluster
-from components.hami import Hami, MockDevicePlugin, NvidiaDevicePlugin
-from components.karpenter import Karpenter
+from components.capacity import GpuCapacity, GpuCapacityArgs
+from components.cluster import Cluster, ClusterArgs
+from components.hami import ChartArgs, Hami, MockDevicePlugin, MockDevicePluginArgs, NvidiaDevicePlugin
+from components.karpenter import Karpenter, KarpenterArgs
 from components.monitoring import Monitoring, MonitoringArgs
-from components.network import Network
-from components.tenancy import Tenancy
+from components.network import Network, NetworkArgs
+from components.tenancy import Tenancy, TenancyArgs
 from gpushare import names
 from gpushare.capacity import pool_plans
 from gpushare.config import load_stack_config
 from gpushare.errors import UserError
+from gpushare.render.hami import mock_device_plugin_objects
+from gpushare.render.karpenter import ec2_node_class
 from gpushare.render.monitoring import monitoring_objects, monitoring_releases
 from gpushare.render.stack import helm_releases
 
@@ -29,35 +31,53 @@ releases = {release.name: release for release in helm_releases(config)}
 # The partition (aws, aws-cn, aws-us-gov) and account, looked up once: no ARN spells a partition.
 partition = aws.get_partition_output().partition
 account_id = aws.get_caller_identity_output().account_id
-network = Network("network", config)
+# Components that own AWS resources are named after the cluster: their children's names (and so the URNs of
+# deployed AWS resources) are `<cluster>-...`, as they were before components named them.
+cluster_name = config.cluster.name
+network = Network(cluster_name, NetworkArgs(cluster_name, config.cluster.network, config.cluster.tags))
 # The stack's own Prometheus keeps its samples on an EBS volume.
 volume_driver = config.monitoring.enabled and config.monitoring.existing_prometheus is None
 cluster = Cluster(
-    "cluster",
-    config,
-    network.vpc_id,
-    network.private_subnet_ids,
-    network.public_subnet_ids,
-    partition,
-    volume_driver,
+    cluster_name,
+    ClusterArgs(
+        config.cluster,
+        network.vpc_id,
+        network.private_subnet_ids,
+        network.public_subnet_ids,
+        partition,
+        volume_driver,
+    ),
 )
 karpenter = Karpenter(
-    "karpenter",
-    config,
-    cluster,
-    releases[names.KARPENTER_CRD_RELEASE],
-    releases[names.KARPENTER_RELEASE],
-    partition,
-    account_id,
+    f"{cluster_name}-karpenter",
+    KarpenterArgs(
+        cluster,
+        cluster_name,
+        config.region,
+        config.cluster.tags,
+        releases[names.KARPENTER_CRD_RELEASE],
+        releases[names.KARPENTER_RELEASE],
+        ec2_node_class(config),
+        partition,
+        account_id,
+    ),
 )
-hami = Hami("hami", releases[names.HAMI_RELEASE], cluster)
-mock = MockDevicePlugin("mock-device-plugin", config, cluster, hami)
+hami = Hami("hami", ChartArgs(releases[names.HAMI_RELEASE], cluster.provider, cluster.system_nodes))
+mock = MockDevicePlugin(
+    "mock-device-plugin", MockDevicePluginArgs(mock_device_plugin_objects(config), cluster.provider, hami.release)
+)
 plugins: dict[str, list[pulumi.Resource]] = {names.SHARING_HAMI: [hami.release, mock.daemonset]}
 if names.NVIDIA_PLUGIN_RELEASE in releases:
-    nvidia = NvidiaDevicePlugin("nvidia-device-plugin", releases[names.NVIDIA_PLUGIN_RELEASE], cluster)
+    nvidia = NvidiaDevicePlugin(
+        "nvidia-device-plugin",
+        ChartArgs(releases[names.NVIDIA_PLUGIN_RELEASE], cluster.provider, cluster.system_nodes),
+    )
     plugins[names.SHARING_EXCLUSIVE] = plugins[names.SHARING_TIMESLICE] = [nvidia.release]
-GpuCapacity("gpu-capacity", config, cluster, [*karpenter.releases, karpenter.node_class], plugins)
-Tenancy("tenancy", config, cluster, partition)
+GpuCapacity(
+    "gpu-capacity",
+    GpuCapacityArgs(config, cluster.provider, [*karpenter.releases, karpenter.node_class], plugins),
+)
+Tenancy(cluster_name, TenancyArgs(config, cluster.provider, cluster.eks_cluster, partition))
 if config.monitoring.enabled:
     scraped = [cluster.system_nodes, hami.release, *karpenter.releases]
     args = MonitoringArgs(monitoring_releases(config), monitoring_objects(config), cluster.provider, scraped)

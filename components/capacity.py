@@ -6,38 +6,41 @@ its sharing mode, so `pulumi destroy` removes pools (waiting for their nodes) be
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import pulumi
 
-from components.cluster import Cluster
 from components.kube import declare_all
 from gpushare.config import StackConfig
 from gpushare.render.karpenter import node_overlays, node_pool, node_pool_delete_timeout
 
 
+@dataclass(frozen=True)
+class GpuCapacityArgs:
+    """The whole config: overlays and pools are rendered from the catalog, HAMi profile and pools together.
+    `plugin_dependencies` maps a sharing mode (hami, exclusive, timeslice) to the plugins its nodes need."""
+
+    config: StackConfig
+    provider: pulumi.ProviderResource
+    karpenter_dependencies: Sequence[pulumi.Resource]
+    plugin_dependencies: Mapping[str, Sequence[pulumi.Resource]]
+
+
 class GpuCapacity(pulumi.ComponentResource):
     node_pools: list[pulumi.CustomResource]
 
-    def __init__(
-        self,
-        name: str,
-        config: StackConfig,
-        cluster: Cluster,
-        karpenter_dependencies: Sequence[pulumi.Resource],
-        plugin_dependencies: dict[str, Sequence[pulumi.Resource]],
-        opts: pulumi.ResourceOptions | None = None,
-    ) -> None:
-        """`plugin_dependencies` maps a sharing mode (hami, exclusive) to the plugins its nodes need."""
+    def __init__(self, name: str, args: GpuCapacityArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpushare:index:GpuCapacity", name, None, opts)
+        config, provider, karpenter = args.config, args.provider, args.karpenter_dependencies
         self.node_pools = []
         for pool in config.pools:
-            overlays = declare_all(node_overlays(config, pool), self, cluster.provider, karpenter_dependencies)
+            overlays = declare_all(node_overlays(config, pool), self, provider, karpenter)
             [pool_resource] = declare_all(
                 [node_pool(config, pool)],
                 self,
-                cluster.provider,
-                [*karpenter_dependencies, *plugin_dependencies[pool.sharing], *overlays],
+                provider,
+                [*karpenter, *args.plugin_dependencies[pool.sharing], *overlays],
                 pulumi.CustomTimeouts(delete=node_pool_delete_timeout(pool)),
             )
             self.node_pools.append(pool_resource)

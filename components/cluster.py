@@ -5,13 +5,14 @@ Karpenter, HAMi's scheduler and CoreDNS."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 import pulumi
 import pulumi_aws as aws
 import pulumi_eks as eks
 import pulumi_kubernetes as k8s
 
-from gpushare.config import StackConfig
+from gpushare.config import ClusterConfig
 from gpushare.render import iam
 from gpushare.render.aws_names import control_plane_log_group, ebs_csi_role_name, system_node_role_name
 
@@ -19,6 +20,19 @@ CONTROL_PLANE_LOGS = ["api", "audit", "authenticator", "controllerManager", "sch
 CLUSTER_ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
 # The EKS add-on's controller service account (aws-ebs-csi-driver add-on docs, Pod Identity setup).
 EBS_CSI_SERVICE_ACCOUNT = "ebs-csi-controller-sa"
+
+
+@dataclass(frozen=True)
+class ClusterArgs:
+    """`cluster.name` is the physical EKS name; `volume_driver` installs the EBS CSI driver, which any
+    PersistentVolume (Prometheus's) needs; `partition` is the one the program looked up."""
+
+    cluster: ClusterConfig
+    vpc_id: pulumi.Input[str]
+    private_subnet_ids: pulumi.Input[list[str]]
+    public_subnet_ids: pulumi.Input[list[str]]
+    partition: pulumi.Output[str]
+    volume_driver: bool
 
 
 class Cluster(pulumi.ComponentResource):
@@ -30,23 +44,13 @@ class Cluster(pulumi.ComponentResource):
     provider: k8s.Provider
     kubeconfig: pulumi.Output[str]
 
-    def __init__(
-        self,
-        name: str,
-        config: StackConfig,
-        vpc_id: pulumi.Input[str],
-        private_subnet_ids: pulumi.Input[list[str]],
-        public_subnet_ids: pulumi.Input[list[str]],
-        partition: pulumi.Input[str],
-        volume_driver: bool,
-        opts: pulumi.ResourceOptions | None = None,
-    ) -> None:
-        """`volume_driver`: install the EBS CSI driver, which any PersistentVolume (Prometheus's) needs."""
+    def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpushare:index:Cluster", name, None, opts)
-        cluster = config.cluster
+        cluster = args.cluster
+        partition = args.partition
         child = pulumi.ResourceOptions(parent=self)
         key = aws.kms.Key(
-            f"{cluster.name}-secrets",
+            f"{name}-secrets",
             description=f"EKS secrets encryption for {cluster.name}",
             enable_key_rotation=True,
             deletion_window_in_days=30,
@@ -54,7 +58,7 @@ class Cluster(pulumi.ComponentResource):
             opts=child,
         )
         system_role = aws.iam.Role(
-            f"{cluster.name}-system-node",
+            f"{name}-system-node",
             name=system_node_role_name(cluster.name),
             assume_role_policy=json.dumps(iam.service_trust_policy("ec2.amazonaws.com")),
             tags=cluster.tags,
@@ -62,18 +66,16 @@ class Cluster(pulumi.ComponentResource):
         )
         attachments = [
             aws.iam.RolePolicyAttachment(
-                f"{cluster.name}-system-node-{policy}",
+                f"{name}-system-node-{policy}",
                 role=system_role.name,
-                policy_arn=pulumi.Output.from_input(partition).apply(
-                    lambda p, name=policy: iam.managed_policy_arn(p, name)
-                ),
+                policy_arn=partition.apply(lambda p, policy=policy: iam.managed_policy_arn(p, policy)),
                 opts=child,
             )
             for policy in iam.SYSTEM_NODE_POLICIES
         ]
         # EKS writes to this group when it exists: created first, it gets a retention and goes on destroy.
         log_group = aws.cloudwatch.LogGroup(
-            f"{cluster.name}-control-plane",
+            f"{name}-control-plane",
             name=control_plane_log_group(cluster.name),
             retention_in_days=cluster.log_retention_days,
             tags=cluster.tags,
@@ -84,9 +86,7 @@ class Cluster(pulumi.ComponentResource):
                 principal_arn=arn,
                 access_policies={
                     "cluster-admin": eks.AccessPolicyAssociationArgs(
-                        policy_arn=pulumi.Output.from_input(partition).apply(
-                            lambda p: iam.eks_access_policy_arn(p, CLUSTER_ADMIN_POLICY)
-                        ),
+                        policy_arn=partition.apply(lambda p: iam.eks_access_policy_arn(p, CLUSTER_ADMIN_POLICY)),
                         access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"),
                     )
                 },
@@ -94,12 +94,12 @@ class Cluster(pulumi.ComponentResource):
             for index, arn in enumerate(cluster.admin_principal_arns)
         }
         self.eks_cluster = eks.Cluster(
-            cluster.name,
+            name,
             name=cluster.name,
             version=cluster.kubernetes_version,
-            vpc_id=vpc_id,
-            private_subnet_ids=private_subnet_ids,
-            public_subnet_ids=public_subnet_ids,
+            vpc_id=args.vpc_id,
+            private_subnet_ids=args.private_subnet_ids,
+            public_subnet_ids=args.public_subnet_ids,
             node_associate_public_ip_address=False,
             authentication_mode=eks.AuthenticationMode.API,
             skip_default_node_group=True,
@@ -130,7 +130,7 @@ class Cluster(pulumi.ComponentResource):
         ]
         for kind, index, source in sources:
             aws.vpc.SecurityGroupIngressRule(
-                f"{cluster.name}-api-{kind}-{index}",
+                f"{name}-api-{kind}-{index}",
                 security_group_id=self.eks_cluster.cluster_security_group_id,
                 ip_protocol="tcp",
                 from_port=443,
@@ -142,7 +142,7 @@ class Cluster(pulumi.ComponentResource):
             )
         # Karpenter's EC2NodeClass selects node security groups by this discovery tag.
         aws.ec2.Tag(
-            f"{cluster.name}-node-sg-discovery",
+            f"{name}-node-sg-discovery",
             resource_id=self.eks_cluster.cluster_security_group_id,
             key="karpenter.sh/discovery",
             value=cluster.name,
@@ -153,7 +153,7 @@ class Cluster(pulumi.ComponentResource):
         # the controllers get theirs through Pod Identity. The root volume moves here with it (EKS refuses a
         # node group diskSize together with a launch template).
         system_template = aws.ec2.LaunchTemplate(
-            f"{cluster.name}-system",
+            f"{name}-system",
             metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
                 http_endpoint="enabled", http_tokens="required", http_put_response_hop_limit=1
             ),
@@ -169,10 +169,10 @@ class Cluster(pulumi.ComponentResource):
             opts=child,
         )
         self.system_nodes = eks.ManagedNodeGroup(
-            f"{cluster.name}-system",
+            f"{name}-system",
             cluster=self.eks_cluster,
             node_role=system_role,
-            subnet_ids=private_subnet_ids,
+            subnet_ids=args.private_subnet_ids,
             capacity_type="ON_DEMAND",
             instance_types=list(group.instance_types),
             launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
@@ -186,49 +186,47 @@ class Cluster(pulumi.ComponentResource):
             opts=child,
         )
         self.pod_identity_agent = aws.eks.Addon(
-            f"{cluster.name}-pod-identity-agent",
+            f"{name}-pod-identity-agent",
             cluster_name=cluster.name,
             addon_name="eks-pod-identity-agent",
             tags=cluster.tags,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.system_nodes]),
         )
-        if volume_driver:
-            self._ebs_csi_driver(cluster.name, cluster.tags, partition)
+        if args.volume_driver:
+            self._ebs_csi_driver(name, cluster, partition)
         self.kubeconfig = pulumi.Output.secret(self.eks_cluster.kubeconfig_json)
         self.provider = k8s.Provider(
-            f"{cluster.name}-k8s",
+            f"{name}-k8s",
             kubeconfig=self.kubeconfig,
             enable_server_side_apply=True,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.eks_cluster]),
         )
         self.register_outputs({"clusterName": cluster.name, "kubeconfig": self.kubeconfig})
 
-    def _ebs_csi_driver(self, cluster_name: str, tags: dict[str, str], partition: pulumi.Input[str]) -> None:
+    def _ebs_csi_driver(self, name: str, cluster: ClusterConfig, partition: pulumi.Output[str]) -> None:
         """Since Kubernetes 1.23 EBS volumes (even the gp2 class) are provisioned only by the EBS CSI driver,
         which EKS does not install: without it a PersistentVolumeClaim stays Pending forever."""
         child = pulumi.ResourceOptions(parent=self)
         role = aws.iam.Role(
-            f"{cluster_name}-ebs-csi",
-            name=ebs_csi_role_name(cluster_name),
+            f"{name}-ebs-csi",
+            name=ebs_csi_role_name(cluster.name),
             assume_role_policy=json.dumps(iam.POD_IDENTITY_TRUST_POLICY),
-            tags=tags,
+            tags=cluster.tags,
             opts=child,
         )
         attachment = aws.iam.RolePolicyAttachment(
-            f"{cluster_name}-ebs-csi",
+            f"{name}-ebs-csi",
             role=role.name,
-            policy_arn=pulumi.Output.from_input(partition).apply(
-                lambda p: iam.managed_policy_arn(p, iam.EBS_CSI_DRIVER_POLICY)
-            ),
+            policy_arn=partition.apply(lambda p: iam.managed_policy_arn(p, iam.EBS_CSI_DRIVER_POLICY)),
             opts=child,
         )
         aws.eks.Addon(
-            f"{cluster_name}-ebs-csi-driver",
-            cluster_name=cluster_name,
+            f"{name}-ebs-csi-driver",
+            cluster_name=cluster.name,
             addon_name="aws-ebs-csi-driver",
             pod_identity_associations=[
                 aws.eks.AddonPodIdentityAssociationArgs(role_arn=role.arn, service_account=EBS_CSI_SERVICE_ACCOUNT)
             ],
-            tags=tags,
+            tags=cluster.tags,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.pod_identity_agent, attachment]),
         )

@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.cluster import Cluster
 from components.kube import declare_all, helm_release
-from gpushare.config import StackConfig
-from gpushare.render.hami import mock_device_plugin_objects
 from gpushare.render.stack import HelmRelease
+
+
+@dataclass(frozen=True)
+class ChartArgs:
+    """Args of Hami and NvidiaDevicePlugin: the rendered release, waiting for the system nodes it runs on."""
+
+    release: HelmRelease
+    provider: pulumi.ProviderResource
+    system_nodes: pulumi.Resource
 
 
 class _ChartOnSystemNodes(pulumi.ComponentResource):
@@ -18,11 +28,9 @@ class _ChartOnSystemNodes(pulumi.ComponentResource):
     type_token: str
     release: k8s.helm.v3.Release
 
-    def __init__(
-        self, name: str, release: HelmRelease, cluster: Cluster, opts: pulumi.ResourceOptions | None = None
-    ) -> None:
+    def __init__(self, name: str, args: ChartArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(self.type_token, name, None, opts)
-        self.release = helm_release(release, self, cluster.provider, [cluster.system_nodes])
+        self.release = helm_release(args.release, self, args.provider, [args.system_nodes])
         self.register_outputs({"release": self.release.name})
 
 
@@ -38,16 +46,23 @@ class NvidiaDevicePlugin(_ChartOnSystemNodes):
     type_token = "gpushare:index:NvidiaDevicePlugin"
 
 
+@dataclass(frozen=True)
+class MockDevicePluginArgs:
+    """The rendered RBAC objects and DaemonSet; `hami` is the release whose ConfigMap the plugin reads."""
+
+    objects: Sequence[dict[str, Any]]
+    provider: pulumi.ProviderResource
+    hami: pulumi.Resource
+
+
 class MockDevicePlugin(pulumi.ComponentResource):
     """Registers gpumem/gpucores/gpumem-percentage so Karpenter can initialise HAMi nodes."""
 
     daemonset: pulumi.CustomResource
 
-    def __init__(
-        self, name: str, config: StackConfig, cluster: Cluster, hami: Hami, opts: pulumi.ResourceOptions | None = None
-    ) -> None:
+    def __init__(self, name: str, args: MockDevicePluginArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpushare:index:MockDevicePlugin", name, None, opts)
-        *access, daemonset = mock_device_plugin_objects(config)
-        rbac = declare_all(access, self, cluster.provider, [hami.release])
-        [self.daemonset] = declare_all([daemonset], self, cluster.provider, [hami.release, *rbac])
+        *access, daemonset = args.objects
+        rbac = declare_all(access, self, args.provider, [args.hami])
+        [self.daemonset] = declare_all([daemonset], self, args.provider, [args.hami, *rbac])
         self.register_outputs({})

@@ -4,6 +4,8 @@ GPU EC2NodeClass."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
@@ -12,7 +14,6 @@ import pulumi_kubernetes as k8s
 from components.cluster import Cluster
 from components.kube import declare_all, helm_release
 from gpushare import names
-from gpushare.config import StackConfig
 from gpushare.render import iam
 from gpushare.render.aws_names import (
     controller_role_name,
@@ -20,8 +21,23 @@ from gpushare.render.aws_names import (
     interruption_rule_name,
     node_role_name,
 )
-from gpushare.render.karpenter import ec2_node_class
 from gpushare.render.stack import HelmRelease
+
+
+@dataclass(frozen=True)
+class KarpenterArgs:
+    """`cluster_name` and `region` scope the IAM policy and name the AWS resources; `node_class` is the
+    rendered EC2NodeClass; `partition` and `account_id` are the ones the program looked up."""
+
+    cluster: Cluster
+    cluster_name: str
+    region: str
+    tags: dict[str, str]
+    crd_release: HelmRelease
+    controller_release: HelmRelease
+    node_class: dict[str, Any]
+    partition: pulumi.Output[str]
+    account_id: pulumi.Output[str]
 
 
 class Karpenter(pulumi.ComponentResource):
@@ -33,25 +49,14 @@ class Karpenter(pulumi.ComponentResource):
     controller_role: aws.iam.Role
     queue: aws.sqs.Queue
 
-    def __init__(
-        self,
-        name: str,
-        config: StackConfig,
-        cluster: Cluster,
-        crd_release: HelmRelease,
-        controller_release: HelmRelease,
-        partition: pulumi.Output[str],
-        account_id: pulumi.Output[str],
-        opts: pulumi.ResourceOptions | None = None,
-    ) -> None:
+    def __init__(self, name: str, args: KarpenterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpushare:index:Karpenter", name, None, opts)
-        cluster_name = config.cluster.name
-        tags = config.cluster.tags
+        cluster, cluster_name, tags, partition = args.cluster, args.cluster_name, args.tags, args.partition
         child = pulumi.ResourceOptions(parent=self)
         after_cluster = pulumi.ResourceOptions(parent=self, depends_on=[cluster.eks_cluster])
 
         self.node_role = aws.iam.Role(
-            f"{cluster_name}-karpenter-node",
+            f"{name}-node",
             name=node_role_name(cluster_name),
             assume_role_policy=json.dumps(iam.service_trust_policy("ec2.amazonaws.com")),
             tags=tags,
@@ -59,15 +64,15 @@ class Karpenter(pulumi.ComponentResource):
         )
         node_policies = [
             aws.iam.RolePolicyAttachment(
-                f"{cluster_name}-karpenter-node-{policy}",
+                f"{name}-node-{policy}",
                 role=self.node_role.name,
-                policy_arn=partition.apply(lambda p, name=policy: iam.managed_policy_arn(p, name)),
+                policy_arn=partition.apply(lambda p, policy=policy: iam.managed_policy_arn(p, policy)),
                 opts=child,
             )
             for policy in iam.NODE_ROLE_POLICIES
         ]
         node_access = aws.eks.AccessEntry(
-            f"{cluster_name}-karpenter-node",
+            f"{name}-node",
             cluster_name=cluster_name,
             principal_arn=self.node_role.arn,
             type="EC2_LINUX",
@@ -76,7 +81,7 @@ class Karpenter(pulumi.ComponentResource):
         )
 
         self.queue = aws.sqs.Queue(
-            f"{cluster_name}-karpenter",
+            name,
             name=interruption_queue_name(cluster_name),
             message_retention_seconds=300,
             sqs_managed_sse_enabled=True,
@@ -84,7 +89,7 @@ class Karpenter(pulumi.ComponentResource):
             opts=child,
         )
         queue_policy = aws.sqs.QueuePolicy(
-            f"{cluster_name}-karpenter",
+            name,
             queue_url=self.queue.url,
             policy=self.queue.arn.apply(lambda arn: json.dumps(iam.interruption_queue_policy(arn))),
             opts=child,
@@ -92,7 +97,7 @@ class Karpenter(pulumi.ComponentResource):
         rules = []
         for event, pattern in iam.INTERRUPTION_EVENTS.items():
             rule = aws.cloudwatch.EventRule(
-                f"{cluster_name}-karpenter-{event}",
+                f"{name}-{event}",
                 name=interruption_rule_name(cluster_name, event),
                 event_pattern=json.dumps(pattern),
                 tags=tags,
@@ -100,30 +105,30 @@ class Karpenter(pulumi.ComponentResource):
             )
             rules.append(
                 aws.cloudwatch.EventTarget(
-                    f"{cluster_name}-karpenter-{event}",
+                    f"{name}-{event}",
                     rule=rule.name,
                     arn=self.queue.arn,
                     opts=pulumi.ResourceOptions(parent=self, depends_on=[queue_policy]),
                 )
             )
 
-        policy_document = pulumi.Output.all(partition, account_id, self.node_role.arn, self.queue.arn).apply(
-            lambda args: json.dumps(
-                iam.karpenter_controller_policy(args[0], config.region, args[1], cluster_name, args[2], args[3])
+        policy_document = pulumi.Output.all(partition, args.account_id, self.node_role.arn, self.queue.arn).apply(
+            lambda parts: json.dumps(
+                iam.karpenter_controller_policy(parts[0], args.region, parts[1], cluster_name, parts[2], parts[3])
             )
         )
         self.controller_role = aws.iam.Role(
-            f"{cluster_name}-karpenter-controller",
+            f"{name}-controller",
             name=controller_role_name(cluster_name),
             assume_role_policy=json.dumps(iam.POD_IDENTITY_TRUST_POLICY),
             tags=tags,
             opts=child,
         )
         controller_policy = aws.iam.RolePolicy(
-            f"{cluster_name}-karpenter-controller", role=self.controller_role.id, policy=policy_document, opts=child
+            f"{name}-controller", role=self.controller_role.id, policy=policy_document, opts=child
         )
         pod_identity = aws.eks.PodIdentityAssociation(
-            f"{cluster_name}-karpenter",
+            name,
             cluster_name=cluster_name,
             namespace=names.KARPENTER_NAMESPACE,
             service_account=names.KARPENTER_SERVICE_ACCOUNT,
@@ -132,15 +137,15 @@ class Karpenter(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=[cluster.pod_identity_agent]),
         )
 
-        crd = helm_release(crd_release, self, cluster.provider, [cluster.system_nodes])
+        crd = helm_release(args.crd_release, self, cluster.provider, [cluster.system_nodes])
         controller = helm_release(
-            controller_release,
+            args.controller_release,
             self,
             cluster.provider,
             [crd, cluster.system_nodes, controller_policy, pod_identity, node_access, *node_policies, *rules],
         )
         self.releases = [crd, controller]
-        [self.node_class] = declare_all([ec2_node_class(config)], self, cluster.provider, [*self.releases, node_access])
+        [self.node_class] = declare_all([args.node_class], self, cluster.provider, [*self.releases, node_access])
         self.register_outputs(
             {
                 "queueName": self.queue.name,

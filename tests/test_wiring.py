@@ -46,6 +46,19 @@ def test_every_resource_is_parented_to_a_component(plans, stack):
 
 
 @pytest.mark.parametrize("stack", STACKS)
+def test_every_child_is_named_from_its_component(plans, stack):
+    """Two components can then never name children alike. Kubernetes objects and Helm releases are named
+    from what they render (kind and name, release name), which their cluster already keeps unique."""
+    resources = plans[stack]["resources"]
+    components = {r["urn"]: r["name"] for r in resources if r["type"].startswith(COMPONENT_PREFIX)}
+    aws_side = [r for r in resources if r["urn"] not in components and not r["type"].startswith("kubernetes:")]
+    assert len(aws_side) > 20
+    for resource in aws_side:
+        component = components[resource["parent"]]
+        assert resource["name"] == component or resource["name"].startswith(f"{component}-"), resource["urn"]
+
+
+@pytest.mark.parametrize("stack", STACKS)
 def test_every_kubernetes_resource_uses_the_cluster_provider(plans, stack):
     plan = plans[stack]
     [provider] = by_type(plan, "pulumi:providers:kubernetes")
