@@ -12,7 +12,7 @@ from gpushare import compat, names
 from gpushare.catalog import CatalogError, load_catalog
 from gpushare.hami import CapacityError, NodeCapacity, SharingProfile, node_capacity
 
-from .kube import Pool, overlays_for
+from .kube import Pool, overlays_for, pools
 from .stack import Resource, StackView
 
 # Chart defaults the rules fall back on when values leave a key out (charts/hami/values.yaml 2.7.0-2.10.0).
@@ -96,3 +96,8 @@ def is_hami_pool(view: StackView, pool: Pool) -> bool:
         for overlay in overlays_for(view, pool, instance_type)
         for resource in HAMI_RESOURCES
     )
+
+
+def hami_pools(view: StackView) -> list[Pool]:
+    """The pools HAMi must serve (see is_hami_pool), sorted by name."""
+    return [pool for pool in pools(view) if is_hami_pool(view, pool)]

@@ -12,7 +12,7 @@ from typing import Any
 from gpushare import names
 from gpushare.catalog import load_catalog
 
-from .stack import NODE_OVERLAY, NODE_POOL, Resource, StackView
+from .stack import NODE_OVERLAY, NODE_POOL, RESOURCE_QUOTA, Resource, StackView
 
 _SUFFIXES = {
     "": 1,
@@ -287,3 +287,20 @@ def effective_capacity(overlays: Sequence[Resource]) -> dict[str, tuple[Any, Res
         for resource, value in (overlay.get("spec", "capacity") or {}).items():
             result[resource] = (value, overlay)
     return result
+
+
+def quotas_in(view: StackView, namespace: str) -> list[Resource]:
+    """The ResourceQuotas of one namespace."""
+    return list(
+        view.memo("quotas-by-namespace", lambda: _by_namespace(view.of_type(RESOURCE_QUOTA))).get(namespace, ())
+    )
+
+
+def _by_namespace(quotas: list[Resource]) -> dict[str, list[Resource]]:
+    """Grouped once, not rescanned per namespace; a non-string namespace names no namespace."""
+    grouped: dict[str, list[Resource]] = defaultdict(list)
+    for quota in quotas:
+        namespace = quota.get("metadata", "namespace")
+        if isinstance(namespace, str):
+            grouped[namespace].append(quota)
+    return grouped

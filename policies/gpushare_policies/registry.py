@@ -1,7 +1,10 @@
-"""Every rule, their policy config, and the one evaluation `make plan`, `make check` and the CLI share."""
+"""Every rule (discovered in rules/), their policy config, and the one evaluation `make plan`, `make check`
+and the CLI share."""
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -12,41 +15,31 @@ from pydantic import ValidationError
 from gpushare.errors import UserError
 from gpushare.files import read_json
 
-from . import (
-    admission,
-    crd_schema,
-    device_plugins,
-    karpenter_consistency,
-    limits,
-    observability,
-    overlays,
-    quota_keys,
-    releases,
-    resource_names,
-    safety,
-    tenancy,
-    webhook_scope,
-)
+from . import rules
 from .rule import Level, Rule
 from .shape import check_shapes
 from .stack import StackView, plain
 
 PACK_NAME = "gpushare-policies"
-RULES: tuple[Rule, ...] = (
-    overlays.RULES
-    + limits.RULES
-    + releases.RULES
-    + safety.RULES
-    + tenancy.RULES
-    + quota_keys.RULES
-    + resource_names.RULES
-    + webhook_scope.RULES
-    + karpenter_consistency.RULES
-    + device_plugins.RULES
-    + admission.RULES
-    + observability.RULES
-    + crd_schema.RULES
-)
+
+
+def discover() -> tuple[Rule, ...]:
+    """The RULE of every module in rules/, in `Rule.order`. A module without one, or two rules at one position,
+    is a broken pack, refused here rather than run with a rule missing or in an arbitrary order."""
+    found: list[Rule] = []
+    for module in pkgutil.iter_modules(rules.__path__):
+        rule = getattr(importlib.import_module(f"{rules.__name__}.{module.name}"), "RULE", None)
+        if not isinstance(rule, Rule):
+            raise TypeError(f"{rules.__name__}.{module.name}: exports no RULE = Rule(...)")
+        found.append(rule)
+    ordered = tuple(sorted(found, key=lambda rule: rule.order))
+    positions = [rule.order for rule in ordered]
+    if len(set(positions)) != len(positions):
+        raise ValueError(f"two rules share an order: {', '.join(f'{r.name}={r.order}' for r in ordered)}")
+    return ordered
+
+
+RULES: tuple[Rule, ...] = discover()
 LEVELS = get_args(Level)
 
 

@@ -16,16 +16,24 @@ Severity = Literal["low", "medium", "high", "critical"]
 
 @dataclass(frozen=True)
 class Finding:
-    """One violation: the resource at fault (None for the stack as a whole) and what to do about it."""
+    """One violation: the resource at fault (None for the stack as a whole) and what to do about it; built by
+    `finding` or `finding_about`, never directly."""
 
     resource: Resource | None
     message: str
 
 
 def finding(resource: Resource, key: str, value: Any, problem: str, fix: str) -> Finding:
-    """`<Kind> <name>: <key> is <value>: <problem>. Fix: <fix>.` - every message has this shape."""
+    """`<Kind> <name>: <key> is <value>: <problem>. Fix: <fix>.` - a finding about one field's value."""
     shown = "not set" if value is None else f"is {_show(value)}"
-    return Finding(resource, f"{resource.label}: {key} {shown}: {problem}. Fix: {fix}.")
+    return finding_about(resource, f"{key} {shown}: {problem}", fix)
+
+
+def finding_about(resource: Resource | None, problem: str, fix: str) -> Finding:
+    """`<Kind> <name>: <problem>. Fix: <fix>.` (just `<problem>. Fix: <fix>.` for the stack as a whole): the one
+    place a message is built, so every rule's messages have this shape."""
+    subject = f"{resource.label}: " if resource is not None else ""
+    return Finding(resource, f"{subject}{problem}. Fix: {fix}.")
 
 
 def _show(value: Any) -> str:
@@ -45,9 +53,12 @@ class RuleConfig(BaseModel):
 Check = Callable[[StackView, Any], Iterator[Finding]]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Rule:
+    """One policy; `rules/<name with _>.py` exports it as RULE and the registry orders the pack by `order`."""
+
     name: str
+    order: int  # its place in the pack: evaluation order and the README policy table; unique
     description: str  # what is checked (one sentence)
     why: str  # the failure it prevents
     remediation: str  # how to fix a violation

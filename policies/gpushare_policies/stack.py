@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, TypeVar
 
-from gpushare import names
+from gpushare import compat, names
 from gpushare.images import split_reference
 
 T = TypeVar("T")
@@ -219,6 +219,30 @@ def _known(value: Any, unknown_error: type[Exception]) -> Any:
     if isinstance(value, Sequence) and not isinstance(value, str):
         return [read(value, index) for index in range(len(value))]
     return plain(value)
+
+
+def eks_settings(cluster: Resource) -> tuple[object, object, object]:
+    """(secrets key, public endpoint on, public CIDRs) from either the aws resource or the pulumi-eks inputs."""
+    if cluster.type == EKS_CLUSTER:
+        config = cluster.get("encryptionConfig") or {}
+        if isinstance(config, list):  # older aws providers model it as a one-element list
+            config = config[0] if config else {}
+        secrets = (config.get("provider") or {}).get("keyArn") if "secrets" in (config.get("resources") or []) else None
+        vpc = cluster.get("vpcConfig") or {}
+        return secrets, vpc.get("endpointPublicAccess"), vpc.get("publicAccessCidrs")
+    return (
+        cluster.get("encryptionConfigKeyArn"),
+        cluster.get("endpointPublicAccess"),
+        cluster.get("publicAccessCidrs"),
+    )
+
+
+def version_of(text: object) -> tuple[int, int, int] | None:
+    """A chart version or image tag as (major, minor, patch); None when it is not one."""
+    try:
+        return compat.parse_version(str(text))
+    except ValueError:
+        return None
 
 
 def sorted_by_name(resources: Iterable[Resource]) -> Iterator[Resource]:

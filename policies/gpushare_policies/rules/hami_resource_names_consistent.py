@@ -8,10 +8,10 @@ from collections.abc import Iterator
 
 from gpushare import names
 
-from .hami import Hami
-from .nvidia import NvidiaPlugin
-from .rule import Finding, Rule, finding
-from .stack import NODE_OVERLAY, RESOURCE_QUOTA, Resource, StackView, sorted_by_name
+from ..hami import Hami
+from ..nvidia import NvidiaPlugin
+from ..rule import Finding, Rule, finding
+from ..stack import NODE_OVERLAY, RESOURCE_QUOTA, Resource, StackView, sorted_by_name
 
 LIMIT_RANGE = "kubernetes:core/v1:LimitRange"
 # Chart defaults (charts/hami/values.yaml, 2.7.0-2.10.0) of the four keys.
@@ -82,16 +82,14 @@ def check(view: StackView, _config: None) -> Iterator[Finding]:
                 )
 
 
-RULES = (
-    Rule(
-        name="hami-resource-names-consistent",
-        description="NodeOverlays, ResourceQuotas and LimitRanges name HAMi's resources as the HAMi release's "
-        "values do.",
-        why="A renamed resource on one side only makes Karpenter plan for capacity no node registers, or a "
-        "quota cap nothing.",
-        remediation="Take resource names from the HAMi values (gpushare renders all of them from one module).",
-        enforcement="mandatory",
-        severity="high",
-        check=check,
-    ),
+RULE = Rule(
+    name="hami-resource-names-consistent",
+    order=17,
+    description="NodeOverlays, ResourceQuotas and LimitRanges name HAMi's resources as the HAMi release's values do.",
+    why="A renamed resource on one side only makes Karpenter plan for capacity no node registers, or a "
+    "quota cap nothing.",
+    remediation="Take resource names from the HAMi values (gpushare renders all of them from one module).",
+    enforcement="mandatory",
+    severity="high",
+    check=check,
 )

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 
 from gpushare import names
 
-from .rule import Finding, Rule, finding
-from .stack import EC2_NODE_CLASS, NODE_POOL, StackView, sorted_by_name
+from ..rule import Finding, Rule, finding
+from ..stack import EC2_NODE_CLASS, NODE_POOL, StackView, sorted_by_name
 
 DISCOVERY_TAG = "karpenter.sh/discovery"
 # Karpenter charts are published to public.ecr.aws as OCI artifacts tagged `1.15.1`, never `v1.15.1`.
@@ -74,16 +74,16 @@ def check(view: StackView, _config: None) -> Iterator[Finding]:
                     )
 
 
-RULES = (
-    Rule(
-        name="karpenter-pieces-consistent",
-        description="Karpenter CRDs and controller share one OCI version, every NodePool's EC2NodeClass exists, "
-        "and the node class discovers this cluster without the cluster-ownership tag.",
-        why="Mismatched CRDs refuse fields, a missing node class launches nothing, another cluster's discovery "
-        "tag puts nodes in its subnets, and Karpenter rejects the ownership tag.",
-        remediation="Keep the values gpushare renders: one chart version, nodeClassRef gpu, discovery by cluster name.",
-        enforcement="mandatory",
-        severity="high",
-        check=check,
-    ),
+RULE = Rule(
+    name="karpenter-pieces-consistent",
+    order=19,
+    description="Karpenter CRDs and controller share one OCI version, every NodePool's EC2NodeClass exists, "
+    "and the node class discovers this cluster without the cluster-ownership tag.",
+    why="Mismatched CRDs refuse fields, a missing node class launches nothing, another cluster's discovery "
+    "tag puts nodes in its subnets, and Karpenter rejects the ownership tag.",
+    remediation=f"Keep the values gpushare renders: one chart version, nodeClassRef {names.GPU_NODE_CLASS}, discovery "
+    "by cluster name.",
+    enforcement="mandatory",
+    severity="high",
+    check=check,
 )

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 
 from gpushare import names
 
-from .rule import Finding, Rule, finding
-from .stack import RESOURCE_QUOTA, StackView, sorted_by_name
+from ..rule import Finding, Rule, finding
+from ..stack import RESOURCE_QUOTA, StackView, sorted_by_name
 
 HAMI_RESOURCES = (names.GPU, names.GPU_MEMORY, names.GPU_CORES, names.GPU_MEMORY_PERCENTAGE)
 
@@ -32,15 +32,14 @@ def check(view: StackView, _config: None) -> Iterator[Finding]:
                 )
 
 
-RULES = (
-    Rule(
-        name="quota-keys-enforced",
-        description="ResourceQuota keys for HAMi's extended resources use the requests. prefix, the only one "
-        "Kubernetes enforces for them.",
-        why="A bare or limits. key for nvidia.com/* caps nothing: the team is believed limited and is not.",
-        remediation="Write quota keys as requests.nvidia.com/gpu, requests.nvidia.com/gpumem, ...",
-        enforcement="mandatory",
-        severity="high",
-        check=check,
-    ),
+RULE = Rule(
+    name="quota-keys-enforced",
+    order=16,
+    description="ResourceQuota keys for HAMi's extended resources use the requests. prefix, the only one "
+    "Kubernetes enforces for them.",
+    why="A bare or limits. key for nvidia.com/* caps nothing: the team is believed limited and is not.",
+    remediation=f"Write quota keys as requests.{names.GPU}, requests.{names.GPU_MEMORY}, ...",
+    enforcement="mandatory",
+    severity="high",
+    check=check,
 )

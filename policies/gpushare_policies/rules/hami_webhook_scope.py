@@ -11,9 +11,9 @@ from collections.abc import Iterator
 
 from gpushare import names
 
-from .kube import pools
-from .rule import Finding, Rule, finding
-from .stack import NAMESPACE, StackView, sorted_by_name
+from ..kube import pools
+from ..rule import Finding, Rule, finding
+from ..stack import NAMESPACE, StackView, sorted_by_name
 
 LABEL, IGNORE = names.HAMI_WEBHOOK_IGNORE
 
@@ -48,16 +48,15 @@ def check(view: StackView, _config: None) -> Iterator[Finding]:
             )
 
 
-RULES = (
-    Rule(
-        name="hami-webhook-scope",
-        description="Team namespaces on exclusive pools only carry hami.io/webhook=ignore; namespaces of teams "
-        "on HAMi pools do not.",
-        why="Without the label exclusive-pool pods go to hami-scheduler and stay Pending; with it, shared-pool "
-        "pods bypass HAMi.",
-        remediation="Keep the label gpushare puts on namespaces of exclusive-only teams, and only there.",
-        enforcement="mandatory",
-        severity="high",
-        check=check,
-    ),
+RULE = Rule(
+    name="hami-webhook-scope",
+    order=18,
+    description=f"Team namespaces on exclusive pools only carry {LABEL}={IGNORE}; namespaces of teams "
+    "on HAMi pools do not.",
+    why="Without the label exclusive-pool pods go to hami-scheduler and stay Pending; with it, shared-pool "
+    "pods bypass HAMi.",
+    remediation="Keep the label gpushare puts on namespaces of exclusive-only teams, and only there.",
+    enforcement="mandatory",
+    severity="high",
+    check=check,
 )

@@ -1,0 +1,76 @@
+"""What gpushare's pools provide: what one node counts against a pool's limits and quotas, and which pools a
+team uses."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from decimal import Decimal
+
+from gpushare import names
+from gpushare.catalog import CatalogError, load_catalog
+
+from .hami import Hami, expected_capacity, is_hami_pool
+from .kube import Pool, pools
+from .nvidia import NvidiaPlugin
+from .stack import Resource, StackView
+
+MIB = 2**20
+
+
+def sharing_hami(view: StackView, hami: Hami | None, pool: Pool) -> Hami | None:
+    """The HAMi release when it slices this pool's GPUs, else None (the pool counts whole GPUs)."""
+    return hami if hami is not None and is_hami_pool(view, pool) else None
+
+
+def pool_slicing(view: StackView, pool: Pool) -> tuple[str, int] | None:
+    """(resource, replicas per GPU) when the NVIDIA plugin time-slices this pool's GPUs."""
+    nvidia = NvidiaPlugin.of(view)
+    return nvidia.pool_slicing(pool) if nvidia is not None else None
+
+
+def per_node(
+    hami: Hami | None, instance_type: str, sliced: tuple[str, int] | None = None
+) -> dict[str, tuple[Decimal, str]]:
+    """Limit key -> (what one node of the type counts against it, unit) for the keys gpushare can know;
+    `hami` is the release slicing the pool's GPUs, None when the pool takes whole GPUs; `sliced` is the
+    time-sliced resource and its replicas per GPU."""
+    try:
+        itype = load_catalog().instance_type(instance_type)
+    except CatalogError:
+        return {}
+    amounts = {
+        "cpu": (Decimal(itype.vcpu), "vCPU"),
+        "memory": (Decimal(itype.memory_mib * MIB), f"bytes ({itype.memory_mib} MiB)"),
+        names.GPU: (Decimal(itype.gpu_count), "GPUs"),
+    }
+    if sliced is not None:
+        resource, replicas = sliced
+        amounts[resource] = (Decimal(itype.gpu_count * replicas), f"replicas ({replicas} per GPU)")
+    if hami is not None:
+        capacity = expected_capacity(hami, instance_type)
+        if not isinstance(capacity, str):
+            amounts.update(
+                {
+                    names.GPU: (Decimal(capacity.vgpus), "vGPUs"),
+                    names.GPU_MEMORY: (Decimal(capacity.gpu_memory), "MiB"),
+                    names.GPU_CORES: (Decimal(capacity.gpu_cores), "gpucores"),
+                }
+            )
+    return amounts
+
+
+def _pools_by_name(view: StackView) -> dict[str, list[Pool]]:
+    grouped: dict[str, list[Pool]] = defaultdict(list)
+    for pool in pools(view):
+        grouped[pool.name].append(pool)
+    return grouped
+
+
+def pools_of_team(view: StackView, namespace: Resource) -> list[Pool]:
+    """The pools a team namespace lists (all when it lists none), looked up rather than rescanned per namespace."""
+    listed = namespace.get("metadata", "annotations", names.TEAM_POOLS_ANNOTATION)
+    if not isinstance(listed, str) or not listed:
+        return pools(view)
+    by_name = view.memo("pools-by-name", lambda: _pools_by_name(view))
+    wanted = sorted({name.strip() for name in listed.split(",")})
+    return [pool for name in wanted for pool in by_name.get(name, ())]

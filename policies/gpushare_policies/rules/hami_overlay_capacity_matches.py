@@ -1,0 +1,95 @@
+"""Overlays promise what a node registers under the HAMi release's sharing profile, within the mock's ceiling."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from pydantic import Field
+
+from gpushare import names
+from gpushare.compat import MOCK_MAX_UNITS_PER_RESOURCE
+
+from ..hami import Hami, expected_capacity, hami_pools
+from ..kube import effective_capacity, overlays_for, quantity
+from ..rule import Finding, Rule, RuleConfig, finding, finding_about
+from ..stack import NODE_OVERLAY, StackView
+
+
+class CapacityConfig(RuleConfig):
+    allow_below_registered: bool = Field(
+        default=False,
+        alias="allowBelowRegistered",
+        description="Accept overlays that promise less than a node registers (headroom); more is always refused.",
+    )
+
+
+def check_capacity(view: StackView, config: CapacityConfig) -> Iterator[Finding]:
+    for overlay in sorted(view.of_type(NODE_OVERLAY), key=lambda r: r.object_name):
+        for resource in (names.GPU_MEMORY, names.GPU_CORES):
+            value = overlay.get("spec", "capacity", resource)
+            amount = quantity(value) if value is not None else None
+            if amount is not None and amount > MOCK_MAX_UNITS_PER_RESOURCE:
+                yield finding(
+                    overlay,
+                    f'spec.capacity["{resource}"]',
+                    value,
+                    f"the mock device plugin cannot advertise more than {MOCK_MAX_UNITS_PER_RESOURCE} units of one "
+                    "resource per node (the kubelet's gRPC limit; the node would register 0)",
+                    "use this instance type in an exclusive pool",
+                )
+    hami = Hami.of(view)
+    if hami is None:
+        return
+    for pool in hami_pools(view):
+        for instance_type in pool.instance_types or ():
+            expected = expected_capacity(hami, instance_type)
+            if isinstance(expected, str):
+                yield finding_about(pool.resource, expected, "use catalog types that fit")
+                continue
+            capacity = effective_capacity(overlays_for(view, pool, instance_type))
+            for resource, registered in expected.resources().items():
+                if resource not in capacity:
+                    continue  # hami-overlay-coverage reports it
+                value, overlay = capacity[resource]
+                amount = quantity(value)
+                where = f'spec.capacity["{resource}"]'
+                basis = (
+                    f"a {instance_type} node in pool {pool.name} registers {registered} under HAMi {hami.version} "
+                    f"(deviceSplitCount {hami.profile.device_split_count}, "
+                    f"deviceMemoryScaling {hami.profile.device_memory_scaling}, "
+                    f"deviceCoreScaling {hami.profile.device_core_scaling})"
+                )
+                if amount is None:
+                    yield finding(overlay, where, value, "not a Kubernetes quantity", f'set it to "{registered}"')
+                elif amount > registered:
+                    yield finding(
+                        overlay,
+                        where,
+                        value,
+                        f"{basis}; promising more makes Karpenter launch nodes for pods that can never fit",
+                        f'set it to "{registered}"',
+                    )
+                elif amount < registered and not config.allow_below_registered:
+                    yield finding(
+                        overlay,
+                        where,
+                        value,
+                        f"{basis}; promising less makes Karpenter skip this type or pick larger nodes than needed",
+                        f'set it to "{registered}" (or allow it with policy config allowBelowRegistered)',
+                    )
+
+
+RULE = Rule(
+    name="hami-overlay-capacity-matches",
+    order=3,
+    description=f"Each overlay's {names.GPU}, gpumem, gpucores and gpumem-percentage equal what the node "
+    "registers under the HAMi release's sharing profile, and stay under the mock plugin's ceiling.",
+    why="An overlay promising 24000 MiB on a GPU that registers 23028 launches nodes for pods that never fit; "
+    f"above {MOCK_MAX_UNITS_PER_RESOURCE} units the kubelet registers 0.",
+    remediation="Set the overlay capacity to the figures in the README catalog table for the pinned profile "
+    "(gpushare renders them from gpushare/catalog.yaml); move types above the ceiling to exclusive pools.",
+    enforcement="mandatory",
+    severity="critical",
+    check=check_capacity,
+    config=CapacityConfig,
+)

@@ -1,0 +1,43 @@
+"""The HAMi-WebUI reads the metric names the HAMi chart exports."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gpushare import names
+from gpushare.render import monitoring
+
+from ..rule import Finding, Rule, finding
+from ..stack import StackView
+
+
+def check_webui_matches_hami(view: StackView, _config: None) -> Iterator[Finding]:
+    webui, hami = view.release(monitoring.WEBUI_CHART), view.release(names.HAMI_CHART)
+    if webui is None or hami is None:
+        return
+    webui_version, hami_version = str(webui.get("version")), str(hami.get("version"))
+    if not monitoring.webui_compatible(hami_version, webui_version):
+        pairs = ", ".join(
+            f"{version} with HAMi {'.'.join(map(str, low))} to below {'.'.join(map(str, high))}"
+            for version, (low, high) in monitoring.WEBUI_HAMI_RANGES.items()
+        )
+        yield finding(
+            webui,
+            "version",
+            webui_version,
+            f"HAMi-WebUI {webui_version} does not read the metric names HAMi chart {hami_version} exports "
+            "(HAMi 2.9 renamed them), so its pages stay empty",
+            f"pin a WebUI chart that pairs with HAMi {hami_version} ({pairs})",
+        )
+
+
+RULE = Rule(
+    name="monitoring-webui-reads-hami-metrics",
+    order=24,
+    description="The HAMi-WebUI chart pairs with the HAMi chart's metric names (WebUI <= 1.1.0: HAMi 2.4-2.8).",
+    why="HAMi 2.9 renamed its metrics; a WebUI of the other schema shows empty pages.",
+    remediation="Pin the WebUI chart that pairs with the pinned HAMi chart.",
+    enforcement="mandatory",
+    severity="medium",
+    check=check_webui_matches_hami,
+)

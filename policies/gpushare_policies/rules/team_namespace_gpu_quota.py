@@ -1,0 +1,58 @@
+"""Every team namespace has a quota on each GPU resource its pools offer."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gpushare import names
+
+from ..hami import is_hami_pool
+from ..kube import Pool, quotas_in
+from ..nvidia import is_timeslice_pool
+from ..pools import pools_of_team
+from ..rule import Finding, Rule, finding_about
+from ..stack import NAMESPACE, StackView, sorted_by_name
+
+
+def _required(view: StackView, team_pools: list[Pool]) -> list[str]:
+    """Quota resources a team's pods can ask on its pools: GPUs always, HAMi's on HAMi pools, replicas on
+    time-sliced ones."""
+    required = [names.GPU]
+    if any(is_hami_pool(view, pool) for pool in team_pools):
+        required += [names.GPU_MEMORY, names.GPU_CORES]
+    if any(is_timeslice_pool(pool) for pool in team_pools):
+        required.append(names.GPU_SHARED)
+    return required
+
+
+def check_quota_present(view: StackView, _config: None) -> Iterator[Finding]:
+    for namespace in sorted_by_name(view.of_type(NAMESPACE)):
+        labels = namespace.get("metadata", "labels") or {}
+        if names.TEAM_LABEL not in labels:
+            continue
+        team_pools = pools_of_team(view, namespace)
+        required = _required(view, team_pools)
+        hard: dict = {}
+        for quota in quotas_in(view, namespace.object_name):
+            hard.update(quota.get("spec", "hard") or {})
+        missing = [f"requests.{r}" for r in required if f"requests.{r}" not in hard]  # see quota_keys_enforced.py
+        if missing:
+            yield finding_about(
+                namespace,
+                f"team namespace has no ResourceQuota on {', '.join(missing)}: one team can take every shared GPU "
+                "and the others' pods wait",
+                f"add a ResourceQuota with spec.hard {', '.join(missing)} (gpushare renders it from teams[].quota)",
+            )
+
+
+RULE = Rule(
+    name="team-namespace-gpu-quota",
+    order=14,
+    description=f"Every team namespace has a ResourceQuota on requests.{names.GPU}, and on gpumem and "
+    "gpucores when the team uses HAMi pools.",
+    why="Without a quota one team can take every shared GPU.",
+    remediation="Set teams[].quota (gpus, gpuMemoryMib, gpuCores) in the stack config.",
+    enforcement="mandatory",
+    severity="medium",
+    check=check_quota_present,
+)

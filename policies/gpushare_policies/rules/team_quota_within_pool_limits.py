@@ -1,0 +1,72 @@
+"""No team quota asks more than the team's pools can ever provide within their limits."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gpushare import names
+from gpushare.capacity import QUOTA_RESOURCES, NodeShape, supply, total_supply
+
+from ..hami import Hami
+from ..kube import Pool, quantity, quotas_in
+from ..pools import per_node, pool_slicing, pools_of_team, sharing_hami
+from ..rule import Finding, Rule, finding
+from ..stack import NAMESPACE, StackView, sorted_by_name
+
+
+def _pool_supply(view: StackView, hami: Hami | None, pool: Pool) -> dict[str, int] | None:
+    """What a pool can ever provide within its limits, by the domain function the config check uses (None:
+    unlimited, or a type gpushare cannot size)."""
+    sliced = pool_slicing(view, pool)
+    counted = sliced[0] if sliced else names.GPU
+    limit = quantity(pool.limits.get(counted)) if counted in pool.limits else None
+    if limit is None:
+        return None
+    pool_hami = sharing_hami(view, hami, pool)
+    shapes = []
+    for instance_type in pool.instance_types or ():
+        node = {key: int(amount) for key, (amount, _unit) in per_node(pool_hami, instance_type, sliced).items()}
+        if not node:
+            return None
+        if counted != names.GPU:
+            del node[names.GPU]  # time-slicing renames the GPUs: the node registers only the replicas
+        shapes.append(NodeShape(instance_type, node))
+    return supply(shapes, int(limit), counted)
+
+
+def check_quota_fits(view: StackView, _config: None) -> Iterator[Finding]:
+    hami = Hami.of(view)
+    for namespace in sorted_by_name(view.of_type(NAMESPACE)):
+        if names.TEAM_LABEL not in (namespace.get("metadata", "labels") or {}):
+            continue
+        team_pools = pools_of_team(view, namespace)
+        supplies = [_pool_supply(view, hami, pool) for pool in team_pools]
+        if not supplies or None in supplies:
+            continue
+        can_supply = total_supply(s for s in supplies if s is not None)
+        for quota in quotas_in(view, namespace.object_name):
+            for key in QUOTA_RESOURCES:
+                value = (quota.get("spec", "hard") or {}).get(f"requests.{key}")
+                asked = quantity(value) if value is not None else None
+                total = can_supply[key]
+                if asked is not None and asked > total:
+                    yield finding(
+                        quota,
+                        f'spec.hard["requests.{key}"]',
+                        value,
+                        f"pools {', '.join(p.name for p in team_pools)} can provide at most {total} (whole nodes "
+                        "within their limits), so the quota promises the team capacity that never comes",
+                        f"lower it to {total} or raise the pools' limits",
+                    )
+
+
+RULE = Rule(
+    name="team-quota-within-pool-limits",
+    order=15,
+    description="No team quota asks more than the limits of the team's pools can provide.",
+    why="A quota above what the pools can ever launch promises capacity that never comes.",
+    remediation="Lower the quota or raise the pools' maxGpus.",
+    enforcement="advisory",
+    severity="low",
+    check=check_quota_fits,
+)

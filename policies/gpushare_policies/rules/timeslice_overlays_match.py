@@ -1,0 +1,86 @@
+"""Time-sliced pools get a time-slicing config of the NVIDIA plugin and advertise what it registers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gpushare import names
+
+from ..kube import effective_capacity, overlays_for, pools, quantity
+from ..nvidia import NvidiaPlugin, is_timeslice_pool
+from ..rule import Finding, Rule, finding, finding_about
+from ..stack import StackView
+
+
+def check_timeslice(view: StackView, _config: None) -> Iterator[Finding]:
+    nvidia = NvidiaPlugin.of(view)
+    if nvidia is None:
+        return  # nvidia-device-plugin-placement reports it
+    for pool in pools(view):
+        if not is_timeslice_pool(pool):
+            continue
+        config_name = nvidia.config_name(pool.labels)
+        sliced = nvidia.time_slicing(config_name)
+        if sliced is None:
+            known = ", ".join(sorted(nvidia.configs)) or "none"
+            yield finding(
+                pool.resource,
+                f'spec.template.metadata.labels["{names.NVIDIA_PLUGIN_CONFIG_LABEL}"]',
+                pool.labels.get(names.NVIDIA_PLUGIN_CONFIG_LABEL),
+                f"the {names.NVIDIA_PLUGIN_CHART} release gives these nodes config {config_name or 'none'}, which "
+                f"does not time-slice {names.GPU} (configs in values.config.map: {known}), so they register whole "
+                "GPUs and pods asking for time-sliced replicas never fit",
+                "name a config with sharing.timeSlicing (gpushare renders timeslice-<replicas>)",
+            )
+            continue
+        resource, replicas = sliced
+        limit = pool.limits.get(resource)
+        if limit is None:
+            yield finding(
+                pool.resource,
+                f'spec.limits["{resource}"]',
+                None,
+                f"a time-sliced pool's growth is counted in what its nodes register ({resource}, {replicas} per GPU); "
+                "without that limit it can grow without bound",
+                f"limit {resource} to maxGpus x {replicas}",
+            )
+        for instance_type in pool.instance_types or ():
+            registered = nvidia.registers(pool.labels, instance_type)
+            if registered is None:
+                continue
+            capacity = effective_capacity(overlays_for(view, pool, instance_type))
+            expected = registered[resource]
+            if resource not in capacity:
+                yield finding_about(
+                    pool.resource,
+                    f"instance type {instance_type} has no NodeOverlay setting {resource}: Karpenter cannot see the "
+                    f"{expected} replicas a node registers and answers 'no instance type has enough resources'",
+                    f"add a NodeOverlay with requirements {names.NODEPOOL_LABEL} In [{pool.name}] and "
+                    f'{names.INSTANCE_TYPE_LABEL} In [{instance_type}] setting {resource}: "{expected}"',
+                )
+                continue
+            value, overlay = capacity[resource]
+            if quantity(value) != expected:
+                yield finding(
+                    overlay,
+                    f'spec.capacity["{resource}"]',
+                    value,
+                    f"a {instance_type} node in pool {pool.name} registers {expected} ({replicas} replicas per GPU, "
+                    f"config {config_name}); any other figure makes Karpenter plan for capacity the node does not have",
+                    f'set it to "{expected}"',
+                )
+
+
+RULE = Rule(
+    name="timeslice-overlays-match",
+    order=21,
+    description="Each time-sliced pool's nodes get a time-slicing config of the NVIDIA plugin, its overlays "
+    "advertise GPUs x replicas of the renamed resource, and its limit counts that resource.",
+    why="An overlay that differs from what time-slicing registers makes Karpenter launch nodes pods do not fit, "
+    "or skip types they would.",
+    remediation=f"Set sharing: {names.SHARING_TIMESLICE} and replicas on the pool; gpushare renders the config, "
+    "label, overlays and limit together.",
+    enforcement="mandatory",
+    severity="critical",
+    check=check_timeslice,
+)
