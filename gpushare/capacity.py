@@ -129,10 +129,10 @@ def pool_plans(config: StackConfig, catalog: Catalog | None = None) -> dict[str,
     return plans
 
 
-def per_gpu_limits(plans: Iterable[PoolPlan]) -> dict[str, int]:
-    """Resource -> the most one container may ask on these pools: a vGPU lives on one GPU, so the largest GPU of
-    the HAMi pools bounds gpumem (in registered units), gpucores and gpumem-percentage. Empty without HAMi."""
-    capacities = [c for plan in plans for c in plan.capacities]
+def per_gpu_limits(capacities: Iterable[NodeCapacity]) -> dict[str, int]:
+    """Resource -> the most one container may ask on nodes of these HAMi capacities: a vGPU lives on one GPU, so
+    the largest GPU bounds gpumem (in registered units), gpucores and gpumem-percentage. Empty without HAMi."""
+    capacities = list(capacities)
     if not capacities:
         return {}
     return {

@@ -126,7 +126,7 @@ def test_same_violations_as_make_check(analyzer, plans):
 
 
 def test_policy_config_reaches_the_pack(analyzer, plans):
-    config = PolicyConfig.parse({"nodepool-limits-admit-nodes": {"minNodes": 2}, "all": "advisory"})
+    config = PolicyConfig.parse({"nodepool-limits-admit-nodes": {"minNodes": 5}, "all": "advisory"})
     _configure(analyzer, config)
     answered = _analyze_stack(analyzer, plans["dev"]["resources"])
     assert answered == _expected(plans["dev"]["resources"], config)

@@ -132,7 +132,7 @@ BAD_CONFIG = [
     ),
     (
         "maxGpus below a node",
-        _set("gpushare:pools.0.maxGpus", 2),
+        lambda raw: raw["gpushare:pools"][0].update(instanceTypes=["g5.xlarge", "g5.12xlarge"], maxGpus=2),
         "gpushare:pools[0].maxGpus: 2 is below the 4 GPUs of g5.12xlarge",
     ),
     (

@@ -63,7 +63,7 @@ def test_workload_lands_on_a_pool_its_team_may_use(workload, rendered):
 def test_requests_fit_one_gpu_of_the_pool_and_have_quota_keys(workload, rendered, dev):
     pool = dev.pool(workload["spec"]["template"]["spec"]["nodeSelector"][names.POOL_LABEL])
     plan = pool_plans(dev)[pool.name]
-    per_gpu = per_gpu_limits([plan])
+    per_gpu = per_gpu_limits(plan.capacities)
     quota = rendered[("ResourceQuota", f"{workload['metadata']['namespace']}-gpu")]["spec"]["hard"]
     for limits in _limits(workload):
         if pool.sharing == names.SHARING_TIMESLICE:

@@ -335,7 +335,7 @@ CASES = {
     "pool minValues above values": (
         POOL_RULE,
         pool_set(["template", "spec", "requirements", 0, "minValues"], 5),
-        [G5 + "spec.template.spec.requirements[0].minValues is 5", "(4 listed)"],
+        [G5 + "spec.template.spec.requirements[0].minValues is 5", "(3 listed)"],
     ),
     "pool minValues 0": (
         POOL_RULE,

@@ -46,6 +46,8 @@ EXPECTED = [
     ("nodepool-crd-valid", "mandatory"),
     ("node-overlay-crd-valid", "mandatory"),
     ("ec2nodeclass-crd-valid", "mandatory"),
+    ("team-per-gpu-limit-enforced", "mandatory"),
+    ("hami-pool-one-gpu-count", "advisory"),
 ]
 
 

@@ -161,7 +161,7 @@ CASES = {
     "above mock ceiling": (
         "hami-overlay-capacity-matches",
         lambda r: _set(
-            find(r, "NodeOverlay", "g5-shared-g5-12xlarge"), ["spec", "capacity", "nvidia.com/gpumem"], "200000"
+            find(r, "NodeOverlay", "g5-shared-g5-4xlarge"), ["spec", "capacity", "nvidia.com/gpumem"], "200000"
         ),
         ["cannot advertise more than 123011", "exclusive pool"],
     ),
@@ -185,17 +185,17 @@ CASES = {
     "gpu limit in physical GPUs": (
         "nodepool-limits-admit-nodes",
         lambda r: _set(pool(r, "g4dn-shared"), ["spec", "limits", "nvidia.com/gpu"], "4"),
-        ['spec.limits["nvidia.com/gpu"] is "4"', "g4dn.12xlarge node counts 40 vGPUs"],
+        ['spec.limits["nvidia.com/gpu"] is "4"', "g4dn.xlarge node counts 10 vGPUs"],
     ),
     "memory limit": (
         "nodepool-limits-admit-nodes",
-        lambda r: _set(pool(r, "g4dn-shared"), ["spec", "limits", "memory"], "100Gi"),
-        ['spec.limits["memory"] is "100Gi"', "g4dn.12xlarge"],
+        lambda r: _set(pool(r, "g4dn-shared"), ["spec", "limits", "memory"], "16Gi"),
+        ['spec.limits["memory"] is "16Gi"', "g4dn.2xlarge"],
     ),
     "gate off": (
         "karpenter-node-overlay-enabled",
         lambda r: _set(release(r, "karpenter"), ["values", "settings", "featureGates", "nodeOverlay"], False),
-        ["Release karpenter: values.settings.featureGates.nodeOverlay is false", "silently ignores all 9"],
+        ["Release karpenter: values.settings.featureGates.nodeOverlay is false", "silently ignores all 7"],
     ),
     "gate absent": (
         "karpenter-node-overlay-enabled",
@@ -210,7 +210,7 @@ CASES = {
     "no karpenter release": (
         "karpenter-node-overlay-enabled",
         lambda r: drop(r, "Release", "karpenter"),
-        ["9 NodeOverlays but no `karpenter` Helm release"],
+        ["7 NodeOverlays but no `karpenter` Helm release"],
     ),
     "karpenter 1.12": (
         "karpenter-version-recommended",
@@ -220,7 +220,7 @@ CASES = {
     "no mock": (
         "mock-device-plugin-matches-hami",
         lambda r: drop(r, "DaemonSet", "hami-mock-device-plugin"),
-        ["7 overlays advertise", "ResourceNotRegistered"],
+        ["5 overlays advertise", "ResourceNotRegistered"],
     ),
     "wrong configmap": (
         "mock-device-plugin-matches-hami",
@@ -518,6 +518,37 @@ CASES |= {
 }
 
 
+PER_GPU = "gpushare-inference-per-gpu-limit"
+
+CASES |= {
+    "per-GPU limit policy unbound": (
+        "team-per-gpu-limit-enforced",
+        lambda r: drop(r, "ValidatingAdmissionPolicyBinding", PER_GPU),
+        ["Namespace inference: no ValidatingAdmissionPolicy bound with Deny", "more than 15360 nvidia.com/gpumem"],
+    ),
+    "per-GPU limit only warns": (
+        "team-per-gpu-limit-enforced",
+        lambda r: _set(find(r, "ValidatingAdmissionPolicyBinding", PER_GPU), ["spec", "validationActions"], ["Warn"]),
+        ["Namespace inference: no ValidatingAdmissionPolicy bound with Deny", "nvidia.com/gpucores"],
+    ),
+    "per-GPU limit above the largest GPU": (
+        "team-per-gpu-limit-enforced",
+        lambda r: [
+            v.update(expression=v["expression"].replace("quantity('15360')", "quantity('23028')"))
+            for v in find(r, "ValidatingAdmissionPolicy", PER_GPU)["spec"]["validations"]
+        ],
+        [f"ValidatingAdmissionPolicy {PER_GPU}: its nvidia.com/gpumem bound is not 15360", "g4dn-shared"],
+    ),
+}
+
+PROD_CASES |= {
+    "HAMi pool mixing GPU counts": (
+        "hami-pool-one-gpu-count",
+        lambda r: pool(r)["spec"]["template"]["spec"]["requirements"][0]["values"].append("g5.12xlarge"),
+        ["NodePool g5-shared", "g5.xlarge (1 GPU)", "g5.12xlarge (4 GPUs)", "split the pool by GPU count"],
+    ),
+}
+
 TS = "g6-timeslice"
 TS_XL = "g6-timeslice-g6-xlarge"
 TS_LABELS = ["spec", "template", "metadata", "labels"]
@@ -631,7 +662,7 @@ def test_profile_change_in_values_is_weighed(plans):
     split = ["values", "devicePlugin", "deviceSplitCount"]
     resources = broken(plans["dev"], lambda r: _set(release(r, "hami"), split, 5))
     found = messages(resources, "hami-overlay-capacity-matches")
-    assert len(found) == 7 and all('["nvidia.com/gpu"]' in m and "deviceSplitCount 5" in m for m in found)
+    assert len(found) == 5 and all('["nvidia.com/gpu"]' in m and "deviceSplitCount 5" in m for m in found)
 
 
 def test_heavier_duplicate_is_no_conflict(plans):
@@ -646,9 +677,11 @@ def test_heavier_duplicate_is_no_conflict(plans):
 def test_limits_min_nodes_is_tunable(plans):
     resources = resources_of(plans["dev"])
     assert messages(resources, "nodepool-limits-admit-nodes") == []
-    found = messages(resources, "nodepool-limits-admit-nodes", {"nodepool-limits-admit-nodes": {"minNodes": 2}})
-    # g4dn-shared: maxGpus 4 is 40 vGPUs, exactly one g4dn.12xlarge.
-    assert len(found) == 1 and "one g4dn.12xlarge node counts 40 vGPUs" in found[0] and "(2 needed)" in found[0]
+    found = messages(resources, "nodepool-limits-admit-nodes", {"nodepool-limits-admit-nodes": {"minNodes": 5}})
+    # g4dn-shared: maxGpus 4 is 40 vGPUs, four 1-GPU nodes of either type; g6-timeslice: 8 replicas, two nodes.
+    assert [m.split(":")[0] for m in found] == ["NodePool g4dn-shared"] * 2 + ["NodePool g6-timeslice"] * 2
+    assert "one g4dn.xlarge node counts 10 vGPUs" in found[0] and "(5 needed)" in found[0]
+    assert "one g6.xlarge node counts 4 replicas (4 per GPU)" in found[2]
 
 
 def test_karpenter_version_threshold_is_tunable(plans):

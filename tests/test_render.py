@@ -60,7 +60,7 @@ def test_exclusive_pools_get_no_overlays(prod):
 
 def test_overlay_names_are_unique_across_the_stack(prod):
     overlays = [o for o in kubernetes_objects(prod) if o["kind"] == "NodeOverlay"]
-    assert len({o["metadata"]["name"] for o in overlays}) == len(overlays) == 9
+    assert len({o["metadata"]["name"] for o in overlays}) == len(overlays) == 7
 
 
 def test_node_class_is_hardened(prod):

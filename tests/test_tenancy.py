@@ -11,11 +11,9 @@ from gpushare.errors import ConfigError
 from gpushare.render import tenancy
 from gpushare.render.tenancy_checks import (
     admission_scope_problems,
-    mixed_gpu_count_problems,
     per_gpu_limit_problems,
     scheduler_policy_problems,
 )
-from tests.conftest import raw_stack
 
 
 def _by_name(objects):
@@ -145,7 +143,7 @@ def test_standard_teams_on_older_clusters_get_no_mutating_policies(dev_raw):
 
 def test_per_gpu_limit_is_the_largest_gpu_of_the_team_pools(dev):
     # ml-research: g5 (A10G, 23028 MiB) and g4dn (T4, 15360 MiB); inference: g4dn only.
-    assert per_gpu_limits(pool_plans(dev)[p] for p in dev.teams[0].pools) == {
+    assert per_gpu_limits(c for p in dev.teams[0].pools for c in pool_plans(dev)[p].capacities) == {
         names.GPU_MEMORY: 23028,
         names.GPU_CORES: 100,
         names.GPU_MEMORY_PERCENTAGE: 100,
@@ -165,7 +163,7 @@ def test_per_gpu_limit_follows_scaling_and_skips_exclusive_only_teams(prod_raw):
     prod_raw["gpushare:hami"]["profile"]["deviceCoreScaling"] = 0.5
     prod_raw["gpushare:teams"].append({"name": "trainers", "pools": ["training"], "quota": {"gpus": 8}})
     config = load_stack_config(prod_raw)
-    assert per_gpu_limits([pool_plans(config)["g5-shared"]])[names.GPU_CORES] == 50
+    assert per_gpu_limits(pool_plans(config)["g5-shared"].capacities)[names.GPU_CORES] == 50
     assert tenancy.per_gpu_limit_policy(config, config.teams[-1]) == []
 
 
@@ -194,14 +192,6 @@ def test_scheduler_policy_check_finds_a_namespace_policy_nothing_applies(dev):
         "Namespace inference: scheduler policy binpack is not applied to its pods (no MutatingAdmissionPolicy "
         "for namespace inference sets hami.io/gpu-scheduler-policy)"
     ]
-
-
-def test_mixed_gpu_count_advisory(dev, prod):
-    assert mixed_gpu_count_problems(dev)[0].startswith("pool g5-shared mixes GPU counts per node: g5.xlarge (1 GPU)")
-    single = raw_stack("dev")
-    single["gpushare:pools"][0]["instanceTypes"] = ["g5.xlarge", "g5.2xlarge"]
-    single["gpushare:pools"][1]["instanceTypes"] = ["g4dn.xlarge"]
-    assert mixed_gpu_count_problems(load_stack_config(single)) == []
 
 
 def test_plan_declares_admission_policies_after_namespace_and_priority_classes(plans):

@@ -258,7 +258,7 @@ def per_gpu_limit_policy(config: StackConfig, team: TeamConfig) -> list[dict[str
     pools can hold (Karpenter would launch a multi-GPU node that can never run it, again and again)."""
     pools = [config.pool(name) for name in team.pools]
     plans = pool_plans(config)
-    limits = per_gpu_limits(plans[name] for name in team.pools)
+    limits = per_gpu_limits(c for name in team.pools for c in plans[name].capacities)
     if not limits:
         return []
     name = f"gpushare-{team.name}-per-gpu-limit"

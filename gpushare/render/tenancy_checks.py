@@ -9,7 +9,6 @@ from collections import defaultdict
 from typing import Any
 
 from gpushare import names
-from gpushare.capacity import pool_plans
 from gpushare.config import StackConfig
 from gpushare.render.tenancy import GPU_POLICY_ANNOTATION, NODE_POLICY_ANNOTATION, per_gpu_limit_policy
 
@@ -83,19 +82,4 @@ def per_gpu_limit_problems(config: StackConfig, objects: list[dict[str, Any]]) -
                     f"{wanted['kind']} {wanted['metadata']['name']}: differs from the per-GPU limits of pools "
                     f"{', '.join(team.pools)}"
                 )
-    return problems
-
-
-def mixed_gpu_count_problems(config: StackConfig) -> list[str]:
-    """Advisory: a HAMi pool mixing instance types with different GPU counts. Overlays advertise a node's summed
-    GPU memory, but a vGPU lives on one GPU, so a 4-GPU node can fit fewer pods than Karpenter planned."""
-    problems = []
-    for plan in pool_plans(config).values():
-        counts = {c.instance_type: c.gpus for c in plan.capacities}
-        if len(set(counts.values())) > 1:
-            listed = ", ".join(f"{t} ({n} GPU{'s' if n > 1 else ''})" for t, n in counts.items())
-            problems.append(
-                f"pool {plan.name} mixes GPU counts per node: {listed}; one pool per GPU count keeps Karpenter's "
-                "packing equal to what HAMi can place"
-            )
     return problems

@@ -1,0 +1,88 @@
+"""Every team on HAMi pools has a bound ValidatingAdmissionPolicy refusing per-container HAMi requests above the
+largest GPU of its pools."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gpushare import names
+from gpushare.capacity import per_gpu_limits
+
+from ..admission import ADMISSION_API
+from ..hami import Hami, expected_capacity, is_hami_pool
+from ..pools import pools_of_team
+from ..rule import Finding, Rule, finding_about
+from ..stack import NAMESPACE, Resource, StackView, sorted_by_name
+
+POLICY = f"{ADMISSION_API}:ValidatingAdmissionPolicy"
+BINDING = f"{ADMISSION_API}:ValidatingAdmissionPolicyBinding"
+
+
+def _denying_policies(view: StackView, namespace: str) -> list[Resource]:
+    """Policies a Deny binding applies to pods of exactly this namespace."""
+    bound = {
+        binding.get("spec", "policyName")
+        for binding in view.of_type(BINDING)
+        if "Deny" in (binding.get("spec", "validationActions") or [])
+        and binding.get("spec", "matchResources", "namespaceSelector", "matchLabels", names.NAMESPACE_NAME_LABEL)
+        == namespace
+    }
+    return [policy for policy in view.of_type(POLICY) if policy.object_name in bound]
+
+
+def _bounds(policies: list[Resource], resource: str) -> list[tuple[Resource, str]]:
+    """(policy, expression) of every validation that compares `resource` with a quantity."""
+    return [
+        (policy, str(validation.get("expression")))
+        for policy in policies
+        for validation in policy.get("spec", "validations") or []
+        if isinstance(validation, dict) and f"'{resource}'" in str(validation.get("expression"))
+    ]
+
+
+def check_per_gpu_limit(view: StackView, _config: None) -> Iterator[Finding]:
+    hami = Hami.of(view)
+    if hami is None:
+        return
+    for namespace in sorted_by_name(view.of_type(NAMESPACE)):
+        if names.TEAM_LABEL not in (namespace.get("metadata", "labels") or {}):
+            continue
+        hami_pools = [p for p in pools_of_team(view, namespace) if is_hami_pool(view, p)]
+        capacities = [expected_capacity(hami, t) for p in hami_pools for t in p.instance_types or ()]
+        limits = per_gpu_limits(c for c in capacities if not isinstance(c, str))
+        policies = _denying_policies(view, namespace.object_name)
+        pools_shown = ", ".join(p.name for p in hami_pools)
+        for resource, limit in limits.items():
+            bounds = _bounds(policies, resource)
+            if not bounds:
+                yield finding_about(
+                    namespace,
+                    f"no ValidatingAdmissionPolicy bound with Deny to this team namespace refuses a container asking "
+                    f"more than {limit} {resource}, the largest GPU of pools {pools_shown}: such a pod makes Karpenter "
+                    "launch a multi-GPU node it can never run on, again and again",
+                    f"keep gpushare's per-GPU limit policy gpushare-{namespace.object_name}-per-gpu-limit and its "
+                    "binding",
+                )
+            for policy, expression in bounds:
+                if f"quantity('{limit}')" not in expression:
+                    yield finding_about(
+                        policy,
+                        f"its {resource} bound is not {limit}, the largest GPU of pools {pools_shown}: a lower bound "
+                        "refuses pods that fit, a higher one lets through pods no GPU holds",
+                        f"compare {resource} with quantity('{limit}')",
+                    )
+
+
+RULE = Rule(
+    name="team-per-gpu-limit-enforced",
+    order=31,
+    description=f"Every team on HAMi pools has a ValidatingAdmissionPolicy, bound with Deny to its namespace, that "
+    f"refuses containers asking more {names.GPU_MEMORY}, {names.GPU_CORES} or {names.GPU_MEMORY_PERCENTAGE} than "
+    "the largest GPU of the team's HAMi pools.",
+    why="Overlays advertise a node's summed GPU memory but a vGPU lives on one GPU: a pod asking more than one GPU "
+    "holds makes Karpenter launch nodes it never runs on, consolidate them and launch them again.",
+    remediation="Keep the per-GPU limit policy gpushare renders for each team (gpushare-<team>-per-gpu-limit).",
+    enforcement="mandatory",
+    severity="high",
+    check=check_per_gpu_limit,
+)
