@@ -119,7 +119,11 @@ CASES = {
         lambda r: overlay(r)["spec"]["requirements"].append(
             {"key": "example.com/rack", "operator": "In", "values": ["r1"]}
         ),
-        ["instance type g5.xlarge has no NodeOverlay"],
+        [
+            "instance type g5.xlarge has no NodeOverlay",
+            "NodeOverlay g5-shared-g5-xlarge is meant for it but its requirement example.com/rack In [r1]",
+            "drop that requirement from NodeOverlay g5-shared-g5-xlarge",
+        ],
     ),
     "overlay on a Karpenter label the type does not have": (
         "hami-overlay-coverage",
@@ -793,3 +797,20 @@ def test_a_digest_pinned_mock_image_is_still_the_mock(plans):
     )
     for rule in RULES:
         assert messages(resources, rule.name) == messages(resources_of(plans["dev"]), rule.name), rule.name
+
+
+def test_an_unsupported_sharing_profile_is_one_finding_that_shows_the_value(plans):
+    scaling = ["values", "devicePlugin", "deviceMemoryScaling"]
+    resources = broken(plans["dev"], lambda r: _set(release(r, "hami"), scaling, 1.5))
+    found = [v for v in violations(resources, "hami-overlay-capacity-matches")]
+    assert [v.message.split(": input")[0] for v in found] == [
+        "Release hami: values.devicePlugin.deviceMemoryScaling is 1.5"
+    ]
+    assert messages(resources, "team-quota-within-pool-limits") == [], "no false 'can provide at most 0'"
+
+
+@pytest.mark.parametrize("gate", [True, "true", "True", "1"])
+def test_feature_gate_texts_karpenter_parses_as_true_are_on(plans, gate):
+    path = ["values", "settings", "featureGates", "nodeOverlay"]
+    resources = broken(plans["dev"], lambda r: _set(release(r, "karpenter"), path, gate))
+    assert messages(resources, "karpenter-node-overlay-enabled") == []

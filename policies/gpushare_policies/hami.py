@@ -71,6 +71,18 @@ class Hami:
         keys = ("deviceSplitCount", "deviceMemoryScaling", "deviceCoreScaling")
         return SharingProfile.model_validate({k: self.device_plugin[k] for k in keys if k in self.device_plugin})
 
+    @cached_property
+    def profile_problems(self) -> list[tuple[str, Any, str]]:
+        """(values key, value, why gpushare cannot model it) for each profile value the checks cannot use."""
+        try:
+            self.profile  # noqa: B018 - validating is the point
+        except ValidationError as error:
+            return [
+                (f"values.devicePlugin.{detail['loc'][0]}", detail.get("input"), detail["msg"])
+                for detail in error.errors(include_url=False)
+            ]
+        return []
+
 
 def expected_capacity(hami: Hami, instance_type: str) -> NodeCapacity | str:
     """What a node of the type registers under the release's profile, or why that cannot be known."""

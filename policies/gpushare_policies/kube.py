@@ -275,6 +275,31 @@ def overlays_for(view: StackView, pool: Pool, instance_type: str) -> list[Resour
     return list(view.memo(key, lambda: index.matching(labels, pool.capacity_types)))
 
 
+def near_misses(view: StackView, pool: Pool, instance_type: str) -> list[tuple[Resource, dict[str, Any]]]:
+    """(overlay, its first requirement that fails) for overlays aimed at this pool and type by an `In` on the
+    nodepool or instance-type label that still do not apply: what a coverage finding names. Scans every overlay,
+    so call it only for a finding."""
+    labels = pool.node_labels(instance_type)
+    aimed = (names.NODEPOOL_LABEL, names.INSTANCE_TYPE_LABEL)
+    found = []
+    for overlay in view.of_type(NODE_OVERLAY):
+        requirements = [r for r in overlay.get("spec", "requirements") or [] if isinstance(r, dict)]
+        if not any(r.get("key") in aimed and r.get("operator") == "In" for r in requirements):
+            continue
+        if not all(requirement_matches(r, labels) for r in requirements if r.get("key") in aimed):
+            continue
+        failing = [r for r in requirements if not requirement_may_hold(r, labels, pool.capacity_types)]
+        if failing:
+            found.append((overlay, failing[0]))
+    return found
+
+
+def describe_requirement(requirement: Mapping[str, Any]) -> str:
+    values = requirement.get("values")
+    shown = f" [{', '.join(str(v) for v in values)}]" if isinstance(values, list) and values else ""
+    return f"{requirement.get('key')} {requirement.get('operator')}{shown}"
+
+
 def overlay_weight(overlay: Resource) -> int:
     weight = overlay.get("spec", "weight")
     return int(weight) if isinstance(weight, int) else 0

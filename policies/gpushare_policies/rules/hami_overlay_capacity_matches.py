@@ -40,6 +40,18 @@ def check_capacity(view: StackView, config: CapacityConfig) -> Iterator[Finding]
     hami = Hami.of(view)
     if hami is None:
         return
+    if hami.profile_problems:
+        # One finding per value, here only: every figure derived from the profile would be wrong too.
+        for key, value, why in hami.profile_problems:
+            yield finding(
+                hami.resource,
+                key,
+                value,
+                f"{why.lower()}: HAMi {hami.version} would register figures no overlay, limit or quota here can be "
+                "checked against (gpushare models deviceSplitCount 1-100 and scalings in (0, 1], no oversubscription)",
+                "use a value in that range",
+            )
+        return
     for pool in hami_pools(view):
         for instance_type in pool.instance_types or ():
             expected = expected_capacity(hami, instance_type)

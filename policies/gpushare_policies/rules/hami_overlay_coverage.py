@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from gpushare import names
 
 from ..hami import HAMI_RESOURCES, hami_pools
-from ..kube import effective_capacity, overlays_for
+from ..kube import describe_requirement, effective_capacity, near_misses, overlays_for
 from ..rule import Finding, Rule, finding_about
 from ..stack import StackView
 
@@ -27,7 +27,18 @@ def check_coverage(view: StackView, _config: None) -> Iterator[Finding]:
         for instance_type in pool.instance_types:
             capacity = effective_capacity(overlays_for(view, pool, instance_type))
             missing = [resource for resource in NODE_RESOURCES if resource not in capacity]
-            if missing:
+            misses = near_misses(view, pool, instance_type) if missing else []
+            if misses:
+                overlay, requirement = misses[0]
+                yield finding_about(
+                    pool.resource,
+                    f"instance type {instance_type} has no NodeOverlay setting {', '.join(missing)}: {overlay.label} "
+                    f"is meant for it but its requirement {describe_requirement(requirement)} does not hold for "
+                    "this pool's nodes (neither Karpenter nor the pool template sets that), so Karpenter cannot see "
+                    "what HAMi registers and answers 'no instance type has enough resources'",
+                    f"drop that requirement from {overlay.label}, or set the label in the pool's template labels",
+                )
+            elif missing:
                 yield finding_about(
                     pool.resource,
                     f"instance type {instance_type} has no NodeOverlay setting {', '.join(missing)}: Karpenter "

@@ -16,6 +16,9 @@ def _dotted(version: tuple[int, ...]) -> str:
 
 
 MINIMUM = _dotted(compat.KARPENTER_MIN_OVERLAY_VERSION)
+# The chart writes the value into FEATURE_GATES as text (`NodeOverlay={{ value }}`), which Karpenter reads with
+# Go's strconv.ParseBool: these texts turn the gate on, as YAML's true does.
+GATE_ON_TEXTS = frozenset({"1", "t", "T", "true", "TRUE", "True"})
 
 
 def check_overlay_gate(view: StackView, _config: None) -> Iterator[Finding]:
@@ -43,7 +46,7 @@ def check_overlay_gate(view: StackView, _config: None) -> Iterator[Finding]:
             f"(gpushare defaults to {KarpenterConfig().chart_version})",
         )
     gate = karpenter.get("values", "settings", "featureGates", "nodeOverlay")
-    if gate is not True:
+    if gate is not True and not (isinstance(gate, str) and gate in GATE_ON_TEXTS):
         yield finding(
             karpenter,
             "values.settings.featureGates.nodeOverlay",
