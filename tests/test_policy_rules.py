@@ -522,6 +522,19 @@ CASES |= {
 }
 
 
+CASES |= {
+    "HAMi device plugin off": (
+        "hami-pool-labels-match-device-plugins",
+        lambda r: _set(release(r, "hami"), ["values", "devicePlugin", "enabled"], False),
+        ["Release hami: values turn off HAMi's device plugin", "pools g4dn-shared, g5-shared never register"],
+    ),
+    "HAMi device plugin on every node": (
+        "hami-pool-labels-match-device-plugins",
+        lambda r: _set(release(r, "hami"), ["values", "devicePlugin", "nvidiaNodeSelector"], None),
+        ["Release hami: values.devicePlugin.nvidiaNodeSelector not set", "runs on every node"],
+    ),
+}
+
 PER_GPU = "gpushare-inference-per-gpu-limit"
 
 CASES |= {

@@ -49,9 +49,25 @@ class Hami:
 
     @property
     def node_selector(self) -> dict[str, str]:
-        """The selector the chart renders: the pinned version's key, else the chart default."""
-        selector = self.device_plugin.get(self.selector_key)
-        return {str(k): str(v) for k, v in (selector if isinstance(selector, dict) else _DEFAULT_NODE_SELECTOR).items()}
+        """The selector the chart renders: the values' map merged over the chart default as Helm merges (a null
+        value deletes its key, a null map deletes the selector, so the plugin runs on every node)."""
+        if self.selector_key in self.device_plugin and self.device_plugin[self.selector_key] is None:
+            return {}
+        selector = dict(_DEFAULT_NODE_SELECTOR)
+        given = self.device_plugin.get(self.selector_key)
+        for key, value in (given if isinstance(given, dict) else {}).items():
+            if value is None:
+                selector.pop(str(key), None)
+            else:
+                selector[str(key)] = str(value)
+        return selector
+
+    @property
+    def device_plugin_enabled(self) -> bool:
+        """Whether the chart renders its NVIDIA device plugin DaemonSet (devicePlugin.enabled and not dra.enabled,
+        charts/hami/templates/device-plugin/daemonsetnvidia.yaml)."""
+        dra = self.values.get("dra")
+        return self.device_plugin.get("enabled") is not False and not (isinstance(dra, dict) and dra.get("enabled"))
 
     @property
     def tolerations(self) -> list[dict[str, Any]]:

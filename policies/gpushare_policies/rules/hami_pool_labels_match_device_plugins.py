@@ -22,7 +22,26 @@ def _taint(taint: dict) -> str:
 def check_labels(view: StackView, _config: None) -> Iterator[Finding]:
     hami = Hami.of(view)
     mocks = view.mock_daemonsets()
-    for pool in hami_pools(view):
+    served = hami_pools(view)
+    if hami is not None and served:
+        shown = ", ".join(pool.name for pool in served)
+        if not hami.device_plugin_enabled:
+            yield finding_about(
+                hami.resource,
+                f"values turn off HAMi's device plugin (devicePlugin.enabled false or dra.enabled true), so the nodes "
+                f"of pools {shown} never register {names.GPU} vGPUs",
+                "set values.devicePlugin.enabled: true and leave dra off",
+            )
+        if not hami.node_selector:
+            yield finding(
+                hami.resource,
+                f"values.devicePlugin.{hami.selector_key}",
+                None,
+                "without a node selector HAMi's device plugin runs on every node, also where the NVIDIA device plugin "
+                f"registers {names.GPU}, and two plugins fight over it",
+                f'select HAMi\'s nodes: {{{names.HAMI_NODE_LABEL[0]}: "{names.HAMI_NODE_LABEL[1]}"}}',
+            )
+    for pool in served:
         if hami is None:
             yield finding_about(
                 pool.resource,
