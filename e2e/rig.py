@@ -171,13 +171,15 @@ class Rig:
             ],
         )
 
-    def start_karpenter(self, instance_types: Path) -> None:
+    def start_karpenter(self, instance_types: Path, node_overlay_gate: str) -> None:
+        """Karpenter with the NodeOverlay gate as the stack's chart values set it (`node_overlay_gate` is the
+        text the chart writes into FEATURE_GATES)."""
         self._start(
             "karpenter",
             [
                 self.binary("karpenter-kwok"),
                 "--disable-leader-election",
-                "--feature-gates=NodeOverlay=true",
+                f"--feature-gates=NodeOverlay={node_overlay_gate}",
                 "--log-level=debug",
             ],
             env={

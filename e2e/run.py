@@ -32,6 +32,7 @@ from e2e.scenarios import (
     cpu_limit_blocks_second_node,
     diagnostics,
     examples_run,
+    gate_off,
     install_running_stack,
     no_overlays,
     objects_accepted,
@@ -44,7 +45,7 @@ from e2e.scenarios import (
 )
 from e2e.simulate import load_workload, simulate
 from e2e.simulate import table as simulation_table
-from e2e.stack import ROOT, load_plan, write_plan
+from e2e.stack import ROOT, load_plan, node_overlay_gate, write_plan
 from gpushare import names
 from gpushare.catalog import load_catalog
 
@@ -58,6 +59,7 @@ SCENARIOS: dict[str, Callable[[Context], Result]] = {
     "seed-scale-up": lambda ctx: seed_scale_up(ctx, RUNNING_STACK, SEED_TEAM),
     "several-nodes": lambda ctx: several_nodes(ctx, RUNNING_STACK, WIDE_TEAM, 12),
     "no-overlays": lambda ctx: no_overlays(ctx, RUNNING_STACK, SEED_TEAM),
+    "gate-off": lambda ctx: gate_off(ctx, RUNNING_STACK, SEED_TEAM),
     "resource-not-registered": lambda ctx: resource_not_registered(ctx, RUNNING_STACK, SEED_TEAM),
     "cpu-limit": lambda ctx: cpu_limit_blocks_second_node(ctx, RUNNING_STACK, SEED_TEAM),
     "quota": lambda ctx: quota_refuses(ctx, RUNNING_STACK, SEED_TEAM),
@@ -88,6 +90,12 @@ def _apply_crds(rig: Rig, kubectl: Kubectl) -> None:
     for writer in ("aws-crds", "kwok-crds"):
         kubectl.apply_stream(subprocess.run([rig.binary(writer)], check=True, capture_output=True, text=True).stdout)
     kubectl.run("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
+
+
+def _restart_karpenter(rig: Rig, instance_types: Path, gate: str) -> None:
+    rig.stop_process("karpenter")
+    rig.start_karpenter(instance_types, gate)
+    wait_for("Karpenter serving metrics again", prometheus.scraping_karpenter, 90, interval_s=1)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -121,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
             results.append(_run_one(name, ctx))
         if workload or any(name not in BEFORE_STACK for name in selected):
             print(
-                "e2e: starting KWOK, Karpenter (kwok provider, NodeOverlay on) and Prometheus",
+                "e2e: starting KWOK, Karpenter (kwok provider, the stack's NodeOverlay gate) and Prometheus",
                 file=sys.stderr,
                 flush=True,
             )
@@ -129,7 +137,10 @@ def run(args: argparse.Namespace) -> int:
             instance_types = work / "instance-types.json"
             instance_types.write_text(json.dumps(kwok_instance_types(catalog), indent=1))
             rig.start_kwok()
-            rig.start_karpenter(instance_types)
+            gate = node_overlay_gate(ctx.plans[running_stack])
+            rig.start_karpenter(instance_types, gate)
+            ctx.restart_karpenter = lambda gate_text: _restart_karpenter(rig, instance_types, gate_text)
+            ctx.stack_gate = gate
             rig.start_prometheus(prometheus.write_config(work))
             wait_for("Prometheus scraping Karpenter", prometheus.scraping_karpenter, 90, interval_s=1)
             agent.start()

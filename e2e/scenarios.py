@@ -60,6 +60,9 @@ class Context:
     plans: dict[str, Plan]
     agent: NodeAgent
     hami: HamiDeviceConfig
+    # Set once Karpenter runs: restart it with another NodeOverlay gate text, and the stack's own.
+    restart_karpenter: Callable[[str], None] = lambda _gate: None
+    stack_gate: str = "true"
 
 
 def _namespaces_first(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -495,6 +498,44 @@ def no_overlays(ctx: Context, stack: str, team: str) -> Result:
         True,
         f"without the {pool} overlays the pod stays Pending; Karpenter said '{needle}' after {seconds:.0f} s",
         {"seconds_to_event": round(seconds, 1)},
+    )
+
+
+def _events_about(ctx: Context, namespace: str, prefix: str) -> list[str]:
+    """Event messages about objects whose name starts with `prefix` (earlier scenarios' events stay around)."""
+    return [
+        str(e.get("message"))
+        for e in ctx.api.items(f"/api/v1/namespaces/{namespace}/events")
+        if str(e.get("involvedObject", {}).get("name", "")).startswith(prefix)
+    ]
+
+
+def gate_off(ctx: Context, stack: str, team: str) -> Result:
+    """The negative control of the gate: with the stack's overlays in place but Karpenter's NodeOverlay gate off,
+    Karpenter ignores them and a vGPU pod stays Pending with the same message as without overlays."""
+    pool = _team_pool(ctx, team, stack)
+    deployment = gpu_deployment(ctx, "gate-off", team, pool, 1, {"cores": 50, "mem_mib": 4096})
+    needle = "no instance type has enough resources"
+    ctx.restart_karpenter("false")
+    try:
+        ctx.kubectl.apply([deployment])
+        seconds = _wait(
+            f"a Karpenter event '{needle}'",
+            lambda: any(needle in message for message in _events_about(ctx, team, "gate-off")),
+            90,
+        )
+        if nodeclaims(ctx):
+            raise ScenarioFailure(f"Karpenter launched {len(nodeclaims(ctx))} NodeClaims with the gate off")
+    finally:
+        ctx.kubectl.delete([deployment])
+        ctx.restart_karpenter(ctx.stack_gate)
+    return Result(
+        "gate-off",
+        True,
+        f"with NodeOverlay=false the {pool} overlays are ignored: the pod stays Pending; Karpenter said '{needle}' "
+        f"after {seconds:.0f} s",
+        {"seconds_to_event": round(seconds, 1)},
+        ["Karpenter restarted with --feature-gates=NodeOverlay=false for this scenario, then with the stack's value"],
     )
 
 

@@ -55,6 +55,13 @@ class Plan:
         }
 
 
+def node_overlay_gate(plan: Plan) -> str:
+    """The NodeOverlay gate as the karpenter chart renders it into FEATURE_GATES (`NodeOverlay={{ value }}`:
+    YAML true becomes `true`), from the plan's karpenter values."""
+    value = plan.helm_values[names.KARPENTER_RELEASE].get("settings", {}).get("featureGates", {}).get("nodeOverlay")
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
 def write_plan(stack: str, out: Path, stack_file: Path | None = None) -> Path:
     """Run the offline plan of Pulumi.<stack>.yaml, or of `stack_file` (exit 0, or 1 for policy findings,
     still written)."""

@@ -10,7 +10,7 @@ from e2e.build import BINARIES, TOOLS, pin_hash
 from e2e.device_plugins import REGISTER_ANNOTATION, HamiDeviceConfig, NvidiaPluginConfig, register
 from e2e.instance_types import ZONES, kwok_instance_types
 from e2e.report import UPSTREAM_MODULES, versions
-from e2e.stack import KWOK_NODE_CLASS, RIG_CONSOLIDATE_AFTER, for_rig
+from e2e.stack import KWOK_NODE_CLASS, RIG_CONSOLIDATE_AFTER, Plan, for_rig, node_overlay_gate
 from gpushare.capacity import pool_plans
 from gpushare.catalog import load_catalog
 from gpushare.config import StackConfig
@@ -119,3 +119,9 @@ def test_every_binary_is_built_from_a_pinned_module() -> None:
         assert (TOOLS / binary.module / "go.sum").exists()
     assert set(versions()) == set(UPSTREAM_MODULES)
     assert len(pin_hash()) == 16
+
+
+@pytest.mark.parametrize(("value", "text"), [(True, "true"), (False, "false"), ("true", "true")])
+def test_rig_karpenter_gets_the_gate_text_the_chart_renders(value, text) -> None:
+    plan = Plan("dev", (), {"karpenter": {"settings": {"featureGates": {"nodeOverlay": value}}}})
+    assert node_overlay_gate(plan) == text

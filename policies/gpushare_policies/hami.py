@@ -28,6 +28,11 @@ class Hami:
 
     @classmethod
     def of(cls, view: StackView) -> Hami | None:
+        """One model per view, so its validated profile is shared by every rule and pool."""
+        return view.memo("hami", lambda: cls._read(view))
+
+    @classmethod
+    def _read(cls, view: StackView) -> Hami | None:
         release = view.release(names.HAMI_CHART)
         if release is None:
             return None

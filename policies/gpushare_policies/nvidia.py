@@ -28,6 +28,11 @@ class NvidiaPlugin:
 
     @classmethod
     def of(cls, view: StackView) -> NvidiaPlugin | None:
+        """One model per view, so its parsed configs are shared by every rule and pool."""
+        return view.memo("nvidia-plugin", lambda: cls._read(view))
+
+    @classmethod
+    def _read(cls, view: StackView) -> NvidiaPlugin | None:
         release = view.release(names.NVIDIA_PLUGIN_CHART)
         if release is None:
             return None
@@ -74,7 +79,7 @@ class NvidiaPlugin:
         parsed: dict[str, Any] = {}
         for name, text in (documents or {}).items() if isinstance(documents, dict) else ():
             try:
-                parsed[str(name)] = yaml.safe_load(str(text))
+                parsed[str(name)] = yaml.load(str(text), Loader=yaml.CSafeLoader)
             except yaml.YAMLError:
                 parsed[str(name)] = str(text)
         return parsed

@@ -3,7 +3,9 @@ largest GPU of its pools."""
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterator
+from typing import Any
 
 from gpushare import names
 from gpushare.capacity import per_gpu_limits
@@ -18,16 +20,20 @@ POLICY = f"{ADMISSION_API}:ValidatingAdmissionPolicy"
 BINDING = f"{ADMISSION_API}:ValidatingAdmissionPolicyBinding"
 
 
-def _denying_policies(view: StackView, namespace: str) -> list[Resource]:
-    """Policies a Deny binding applies to pods of exactly this namespace."""
-    bound = {
-        binding.get("spec", "policyName")
-        for binding in view.of_type(BINDING)
-        if "Deny" in (binding.get("spec", "validationActions") or [])
-        and binding.get("spec", "matchResources", "namespaceSelector", "matchLabels", names.NAMESPACE_NAME_LABEL)
-        == namespace
-    }
-    return [policy for policy in view.of_type(POLICY) if policy.object_name in bound]
+def _denying_by_namespace(view: StackView) -> dict[Any, list[Resource]]:
+    """Namespace -> the policies a Deny binding applies to pods of exactly that namespace (indexed once)."""
+    policies = {policy.object_name: policy for policy in view.of_type(POLICY)}
+    found: dict[Any, list[Resource]] = defaultdict(list)
+    for binding in view.of_type(BINDING):
+        if "Deny" not in (binding.get("spec", "validationActions") or []):
+            continue
+        namespace = binding.get(
+            "spec", "matchResources", "namespaceSelector", "matchLabels", names.NAMESPACE_NAME_LABEL
+        )
+        policy = policies.get(str(binding.get("spec", "policyName")))
+        if isinstance(namespace, str) and policy is not None:
+            found[namespace].append(policy)
+    return found
 
 
 def _bounds(policies: list[Resource], resource: str) -> list[tuple[Resource, str]]:
@@ -50,7 +56,7 @@ def check_per_gpu_limit(view: StackView, _config: None) -> Iterator[Finding]:
         hami_pools = [p for p in pools_of_team(view, namespace) if is_hami_pool(view, p)]
         capacities = [expected_capacity(hami, t) for p in hami_pools for t in p.instance_types or ()]
         limits = per_gpu_limits(c for c in capacities if not isinstance(c, str))
-        policies = _denying_policies(view, namespace.object_name)
+        policies = view.memo("denying-policies", lambda: _denying_by_namespace(view)).get(namespace.object_name, [])
         pools_shown = ", ".join(p.name for p in hami_pools)
         for resource, limit in limits.items():
             bounds = _bounds(policies, resource)
