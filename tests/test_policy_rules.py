@@ -536,6 +536,7 @@ CASES |= {
 }
 
 PER_GPU = "gpushare-inference-per-gpu-limit"
+WIDE = "ml-research"
 
 CASES |= {
     "per-GPU limit policy unbound": (
@@ -547,6 +548,13 @@ CASES |= {
         "team-per-gpu-limit-enforced",
         lambda r: _set(find(r, "ValidatingAdmissionPolicyBinding", PER_GPU), ["spec", "validationActions"], ["Warn"]),
         ["Namespace inference: no ValidatingAdmissionPolicy bound with Deny", "nvidia.com/gpucores"],
+    ),
+    "more than one time-sliced replica allowed": (
+        "team-per-gpu-limit-enforced",
+        lambda r: find(r, "ValidatingAdmissionPolicy", "gpushare-ml-research-per-gpu-limit")["spec"][
+            "validations"
+        ].pop(),
+        ["Namespace ml-research: no ValidatingAdmissionPolicy", f"more than 1 {GPU_SHARED} (one time-sliced replica"],
     ),
     "per-GPU limit above the largest GPU": (
         "team-per-gpu-limit-enforced",

@@ -255,14 +255,23 @@ def _within(resource: str, limit: int) -> str:
 
 def per_gpu_limit_policy(config: StackConfig, team: TeamConfig) -> list[dict[str, Any]]:
     """A ValidatingAdmissionPolicy + binding refusing pods whose per-container HAMi request no GPU of the team's
-    pools can hold (Karpenter would launch a multi-GPU node that can never run it, again and again)."""
+    pools can hold (Karpenter would launch a multi-GPU node that can never run it, again and again), and
+    containers asking more than one time-sliced replica (the NVIDIA plugin refuses those only at allocation,
+    after the pod was scheduled and a node launched for it)."""
     pools = [config.pool(name) for name in team.pools]
     plans = pool_plans(config)
     limits = per_gpu_limits(c for name in team.pools for c in plans[name].capacities)
+    hami_pools = ", ".join(p.name for p in pools if p.sharing == names.SHARING_HAMI)
+    reasons = {
+        resource: f"one vGPU lives on one GPU and the largest GPU of pools {hami_pools} holds {limit}"
+        for resource, limit in limits.items()
+    }
+    if any(p.sharing == names.SHARING_TIMESLICE for p in pools):
+        limits[names.GPU_SHARED] = 1
+        reasons[names.GPU_SHARED] = "replicas of one GPU add no compute and the NVIDIA device plugin refuses more"
     if not limits:
         return []
     name = f"gpushare-{team.name}-per-gpu-limit"
-    hami_pools = ", ".join(p.name for p in pools if p.sharing == names.SHARING_HAMI)
     return [
         {
             "apiVersion": ADMISSION_API,
@@ -274,8 +283,7 @@ def per_gpu_limit_policy(config: StackConfig, team: TeamConfig) -> list[dict[str
                 "validations": [
                     {
                         "expression": _within(resource, limit),
-                        "message": f"{resource} per container must be at most {limit}: one vGPU lives on one GPU "
-                        f"and the largest GPU of pools {hami_pools} holds {limit}",
+                        "message": f"{resource} per container must be at most {limit}: {reasons[resource]}",
                         "reason": "Invalid",
                     }
                     for resource, limit in limits.items()

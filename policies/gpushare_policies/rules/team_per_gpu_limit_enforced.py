@@ -12,6 +12,7 @@ from gpushare.capacity import per_gpu_limits
 
 from ..admission import ADMISSION_API
 from ..hami import Hami, expected_capacity, is_hami_pool
+from ..nvidia import is_timeslice_pool
 from ..pools import pools_of_team
 from ..rule import Finding, Rule, finding_about
 from ..stack import NAMESPACE, Resource, StackView, sorted_by_name
@@ -46,16 +47,23 @@ def _bounds(policies: list[Resource], resource: str) -> list[tuple[Resource, str
     ]
 
 
+def _why(resource: str, pools_shown: str) -> str:
+    if resource == names.GPU_SHARED:
+        return "one time-sliced replica per container"
+    return f"the largest GPU of pools {pools_shown}"
+
+
 def check_per_gpu_limit(view: StackView, _config: None) -> Iterator[Finding]:
     hami = Hami.of(view)
-    if hami is None:
-        return
     for namespace in sorted_by_name(view.of_type(NAMESPACE)):
         if names.TEAM_LABEL not in (namespace.get("metadata", "labels") or {}):
             continue
-        hami_pools = [p for p in pools_of_team(view, namespace) if is_hami_pool(view, p)]
-        capacities = [expected_capacity(hami, t) for p in hami_pools for t in p.instance_types or ()]
+        team_pools = pools_of_team(view, namespace)
+        hami_pools = [p for p in team_pools if is_hami_pool(view, p)] if hami is not None else []
+        capacities = [expected_capacity(hami, t) for p in hami_pools for t in p.instance_types or ()] if hami else []
         limits = per_gpu_limits(c for c in capacities if not isinstance(c, str))
+        if any(is_timeslice_pool(p) for p in team_pools):
+            limits[names.GPU_SHARED] = 1  # replicas of one GPU add no compute; the plugin refuses more
         policies = view.memo("denying-policies", lambda: _denying_by_namespace(view)).get(namespace.object_name, [])
         pools_shown = ", ".join(p.name for p in hami_pools)
         for resource, limit in limits.items():
@@ -64,8 +72,8 @@ def check_per_gpu_limit(view: StackView, _config: None) -> Iterator[Finding]:
                 yield finding_about(
                     namespace,
                     f"no ValidatingAdmissionPolicy bound with Deny to this team namespace refuses a container asking "
-                    f"more than {limit} {resource}, the largest GPU of pools {pools_shown}: such a pod makes Karpenter "
-                    "launch a multi-GPU node it can never run on, again and again",
+                    f"more than {limit} {resource} ({_why(resource, pools_shown)}): such a pod makes Karpenter launch "
+                    "a node it can never run on",
                     f"keep gpushare's per-GPU limit policy gpushare-{namespace.object_name}-per-gpu-limit and its "
                     "binding",
                 )
@@ -73,8 +81,8 @@ def check_per_gpu_limit(view: StackView, _config: None) -> Iterator[Finding]:
                 if f"quantity('{limit}')" not in expression:
                     yield finding_about(
                         policy,
-                        f"its {resource} bound is not {limit}, the largest GPU of pools {pools_shown}: a lower bound "
-                        "refuses pods that fit, a higher one lets through pods no GPU holds",
+                        f"its {resource} bound is not {limit} ({_why(resource, pools_shown)}): a lower bound refuses "
+                        "pods that fit, a higher one lets through pods no node can run",
                         f"compare {resource} with quantity('{limit}')",
                     )
 
@@ -84,7 +92,7 @@ RULE = Rule(
     order=31,
     description=f"Every team on HAMi pools has a ValidatingAdmissionPolicy, bound with Deny to its namespace, that "
     f"refuses containers asking more {names.GPU_MEMORY}, {names.GPU_CORES} or {names.GPU_MEMORY_PERCENTAGE} than "
-    "the largest GPU of the team's HAMi pools.",
+    f"the largest GPU of the team's HAMi pools, or more than one {names.GPU_SHARED} on time-sliced pools.",
     why="Overlays advertise a node's summed GPU memory but a vGPU lives on one GPU: a pod asking more than one GPU "
     "holds makes Karpenter launch nodes it never runs on, consolidate them and launch them again.",
     remediation="Keep the per-GPU limit policy gpushare renders for each team (gpushare-<team>-per-gpu-limit).",
