@@ -392,3 +392,10 @@ def test_exclusive_pools_provide_no_gpu_memory_quota():
     raw["gpushare:teams"][0]["quota"] = {"gpus": 16, "gpuMemoryMib": 1}
     with pytest.raises(ConfigError, match=r"quota.gpuMemoryMib: 1 is more than pools training .* at most 0"):
         load_stack_config(raw)
+
+
+def test_a_digest_pinned_mock_image_is_accepted():
+    raw = raw_stack("dev")
+    image = "docker.io/projecthami/mock-device-plugin:1.0.1@sha256:" + "0" * 64
+    raw["gpushare:hami"]["mockDevicePluginImage"] = image
+    assert load_stack_config(raw).hami.mock_device_plugin_image == image
