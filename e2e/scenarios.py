@@ -315,6 +315,16 @@ def time_slicing(ctx: Context, stack: str, team: str) -> Result:
     if replicas < 2:
         raise ScenarioFailure(f"the NVIDIA plugin config of pool {pool_name} registers {replicas} {names.GPU_SHARED}")
     deployment = gpu_deployment(ctx, "notebook", team, pool_name, replicas, {}, shared=True)
+    greedy = json.loads(json.dumps(deployment["spec"]["template"]["spec"]))
+    greedy["containers"][0]["resources"]["limits"][names.GPU_SHARED] = "2"
+    try:
+        _admitted(
+            ctx, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "greedy", "namespace": team}, "spec": greedy}
+        )
+    except KubectlError as error:
+        refusal = str(error).splitlines()[-1]
+    else:
+        raise ScenarioFailure(f"a pod asking 2 {names.GPU_SHARED} was admitted; one replica per container is the limit")
     ctx.kubectl.apply([deployment])
     seconds = _wait(
         f"{replicas} notebook pods Running", lambda: len(_running(_pods(ctx, team, "notebook"))) == replicas
@@ -352,6 +362,7 @@ def time_slicing(ctx: Context, stack: str, team: str) -> Result:
         "instance_type": itype.name,
         "seconds_to_running": round(seconds, 1),
         "usd_per_pod_hour": round(itype.on_demand_usd_per_hour / replicas, 3),
+        "refusal": refusal,
     }
     consolidated = _remove_and_wait_empty(ctx, deployment)
     figures["seconds_to_consolidated"] = round(consolidated, 1)
@@ -359,8 +370,8 @@ def time_slicing(ctx: Context, stack: str, team: str) -> Result:
         "time-slicing",
         True,
         f"{replicas} pods share one {itype.name} GPU ({names.GPU_SHARED}={replicas}, quota counts them, "
-        f"${figures['usd_per_pod_hour']}/pod-h); pod {replicas + 1} takes a second node; consolidated "
-        f"{consolidated:.0f} s after scale-down",
+        f"${figures['usd_per_pod_hour']}/pod-h); pod {replicas + 1} takes a second node; a pod asking 2 replicas "
+        f"refused at admission; consolidated {consolidated:.0f} s after scale-down",
         figures,
         ["the NVIDIA device plugin is played by the rig's node agent from the release's time-slicing config"],
     )

@@ -22,7 +22,12 @@ from tools.offline import run_program
 CATALOG = load_catalog()
 GPU_TYPES = [t.name for t in CATALOG.instance_types if t.gpu_count]
 DEV_POLICY = PolicyConfig.load(POLICY_CONFIG_DIR / "dev.json")
-QUOTA_FIELDS = {"gpus": names.GPU, "gpuMemoryMib": names.GPU_MEMORY, "gpuCores": names.GPU_CORES}
+QUOTA_FIELDS = {
+    "gpus": names.GPU,
+    "gpuMemoryMib": names.GPU_MEMORY,
+    "gpuCores": names.GPU_CORES,
+    "sharedGpus": names.GPU_SHARED,
+}
 
 
 def _every_fill(sizes: list[tuple[int, int]], limit: int) -> int:
@@ -90,9 +95,11 @@ def stack_configs(draw: st.DrawFn) -> dict[str, Any]:
                 "instanceTypes": types,
                 "capacityTypes": draw(st.sampled_from([["on-demand"], ["spot"], ["on-demand", "spot"]])),
                 "maxGpus": draw(st.integers(largest, largest * 3 + 2)),
-                "sharing": draw(st.sampled_from(["hami", "exclusive"])),
+                "sharing": draw(st.sampled_from(["hami", "exclusive", "timeslice"])),
             }
         )
+        if pools[-1]["sharing"] == "timeslice":
+            pools[-1]["replicas"] = draw(st.integers(2, 8))
     names_ = [p["name"] for p in pools]
     first = draw(st.lists(st.sampled_from(names_), min_size=1, unique=True))
     teams = [{"name": "team-a", "pools": first}, {"name": "team-b", "pools": names_}]
