@@ -24,6 +24,8 @@ from typing import Any
 
 import yaml
 
+from gpushare.compat import NVIDIA_CHART_DEFAULT_NODE_SELECTOR_TERMS
+
 REGISTER_ANNOTATION = "hami.io/node-nvidia-register"
 NVIDIA_CONFIG_LABEL = "nvidia.com/device-plugin.config"  # the chart's config-manager NODE_LABEL
 CHART_MEMORY_FACTOR = 1
@@ -110,7 +112,12 @@ class NvidiaPluginConfig:
         )
 
     def runs_on(self, labels: dict[str, str]) -> bool:
-        return all(labels.get(key) == value for key, value in self.node_selector.items())
+        """The values' nodeSelector and the chart's default node affinity (one `In` term must hold) admit it."""
+        if any(labels.get(key) != value for key, value in self.node_selector.items()):
+            return False
+        return any(
+            all(labels.get(e["key"]) in e["values"] for e in term) for term in NVIDIA_CHART_DEFAULT_NODE_SELECTOR_TERMS
+        )
 
     def register(self, labels: dict[str, str], gpus: int) -> dict[str, int]:
         """Extended resources a node with these labels and `gpus` GPUs ends up with."""

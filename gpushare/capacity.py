@@ -105,11 +105,23 @@ class PoolPlan:
         return self.gpu_limit // shape.resources[self.limit_resource]
 
 
+_last_plans: list[tuple[StackConfig, dict[str, PoolPlan]]] = []
+
+
 def pool_plans(config: StackConfig, catalog: Catalog | None = None) -> dict[str, PoolPlan]:
     """Pool name -> its plan. HAMi pools count vGPUs (deviceSplitCount per GPU, overlays make Karpenter see
-    them); time-sliced pools count `replicas` per GPU under nvidia.com/gpu.shared (overlays too); exclusive pools
-    count whole GPUs as the NVIDIA device plugin registers them."""
-    catalog = catalog or load_catalog()
+    them); time-sliced pools count `replicas` per GPU under nvidia.com/gpu.shared (overlays too, and they zero
+    nvidia.com/gpu, which time-slicing renames away); exclusive pools count whole GPUs as the NVIDIA device plugin
+    registers them. Planned once per config object: renderers and checks ask for it per pool and per team."""
+    if _last_plans and _last_plans[0][0] is config and catalog is None:
+        return _last_plans[0][1]
+    plans = _plan(config, catalog or load_catalog())
+    if catalog is None:
+        _last_plans[:] = [(config, plans)]
+    return plans
+
+
+def _plan(config: StackConfig, catalog: Catalog) -> dict[str, PoolPlan]:
     plans = {}
     for pool in config.pools:
         itypes = [catalog.instance_type(name) for name in pool.instance_types]
@@ -117,9 +129,13 @@ def pool_plans(config: StackConfig, catalog: Catalog | None = None) -> dict[str,
             capacities = tuple(node_capacity(catalog, itype, config.hami.profile) for itype in itypes)
             nodes = tuple(NodeShape(c.instance_type, c.resources()) for c in capacities)
             limit = pool.max_gpus * config.hami.profile.device_split_count
-        elif pool.sharing == names.SHARING_TIMESLICE and pool.replicas is not None:
+        elif pool.sharing == names.SHARING_TIMESLICE:
+            if pool.replicas is None:
+                raise ValueError(f"pool {pool.name}: sharing timeslice without replicas (config validation lets none)")
             capacities = ()
-            nodes = tuple(NodeShape(i.name, {names.GPU_SHARED: i.gpu_count * pool.replicas}) for i in itypes)
+            nodes = tuple(
+                NodeShape(i.name, {names.GPU: 0, names.GPU_SHARED: i.gpu_count * pool.replicas}) for i in itypes
+            )
             limit = pool.max_gpus * pool.replicas
         else:
             capacities = ()

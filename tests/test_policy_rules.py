@@ -567,6 +567,21 @@ CASES |= {
 }
 
 PROD_CASES |= {
+    "exclusive pool given a time-slicing config": (
+        "timeslice-overlays-match",
+        lambda r: _set(
+            release(r, "nvidia-device-plugin"),
+            ["values", "config"],
+            {
+                "map": {
+                    "ts": "version: v1\nsharing:\n  timeSlicing:\n    renameByDefault: true\n    resources:\n"
+                    "    - name: nvidia.com/gpu\n      replicas: 2\n"
+                },
+                "default": "ts",
+            },
+        ),
+        ["NodePool training", "config ts, which time-slices nvidia.com/gpu into nvidia.com/gpu.shared"],
+    ),
     "HAMi pool mixing GPU counts": (
         "hami-pool-one-gpu-count",
         lambda r: pool(r)["spec"]["template"]["spec"]["requirements"][0]["values"].append("g5.12xlarge"),
@@ -623,12 +638,22 @@ CASES |= {
             ["values", "config", "map", "timeslice-4"],
             "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 4\n",
         ),
-        ["instance type g6.xlarge has no NodeOverlay setting nvidia.com/gpu: ", 'nvidia.com/gpu: "4"'],
+        ['NodeOverlay g6-timeslice-g6-xlarge: spec.capacity["nvidia.com/gpu"] is "0"', "registers 4"],
     ),
     "time-sliced overlay promising more replicas": (
         "timeslice-overlays-match",
         lambda r: _set(overlay(r, TS_XL), ["spec", "capacity", GPU_SHARED], "8"),
         [f'NodeOverlay g6-timeslice-g6-xlarge: spec.capacity["{GPU_SHARED}"] is "8"', "registers 4", 'set it to "4"'],
+    ),
+    "time-sliced overlay keeps the type's GPUs": (
+        "timeslice-overlays-match",
+        lambda r: overlay(r, TS_XL)["spec"]["capacity"].pop("nvidia.com/gpu"),
+        ['NodeOverlay g6-timeslice-g6-xlarge: spec.capacity["nvidia.com/gpu"] not set', 'nvidia.com/gpu: "0"'],
+    ),
+    "team without a time-sliced pool, uncapped replicas": (
+        "team-namespace-gpu-quota",
+        lambda r: find(r, "ResourceQuota", "inference-gpu")["spec"]["hard"].pop(f"requests.{GPU_SHARED}"),
+        [f"Namespace inference: team namespace has no ResourceQuota on requests.{GPU_SHARED}"],
     ),
     "time-sliced overlay missing": (
         "timeslice-overlays-match",
@@ -835,3 +860,54 @@ def test_feature_gate_texts_karpenter_parses_as_true_are_on(plans, gate):
     path = ["values", "settings", "featureGates", "nodeOverlay"]
     resources = broken(plans["dev"], lambda r: _set(release(r, "karpenter"), path, gate))
     assert messages(resources, "karpenter-node-overlay-enabled") == []
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda r: _set(
+            release(r, "nvidia-device-plugin"),
+            ["values", "config", "map", "timeslice-4"],
+            "version: v1\nsharing:\n  timeSlicing:\n    resources: 5\n",
+        ),
+        lambda r: _set(
+            release(r, "nvidia-device-plugin"),
+            ["values", "config", "map", "timeslice-4"],
+            "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - {name: nvidia.com/gpu, replicas: true}\n",
+        ),
+        lambda r: _set(
+            release(r, "nvidia-device-plugin"),
+            ["values", "affinity"],
+            {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [{"matchExpressions": [{"key": ["x"], "operator": "In", "values": 5}]}]
+                    }
+                }
+            },
+        ),
+        lambda r: _set(find(r, "ValidatingAdmissionPolicyBinding", PER_GPU), ["spec", "validationActions"], 5),
+        lambda r: _set(find(r, "ValidatingAdmissionPolicy", PER_GPU), ["spec", "validations"], 5),
+    ],
+    ids=[
+        "resources-not-a-list",
+        "replicas-a-boolean",
+        "affinity-key-list-values-number",
+        "actions-number",
+        "validations-number",
+    ],
+)
+def test_wrong_types_inside_values_and_policies_never_crash_a_rule(plans, change):
+    resources = broken(plans["dev"], change)
+    for rule in RULES:
+        messages(resources, rule.name)  # must not raise
+
+
+def test_a_cpu_nodepool_needs_no_device_plugin(plans):
+    def cpu_pool(r):
+        clone = _renamed(pool(r), "cpu")
+        clone["spec"]["template"]["metadata"]["labels"] = {"gpushare.io/pool": "cpu"}
+        clone["spec"]["template"]["spec"]["requirements"][0]["values"] = ["m7i.large"]
+        r.append({**entry(r, "NodePool", G5), "urn": "urn:cpu", "inputs": clone})
+
+    assert messages(broken(plans["prod"], cpu_pool), "nvidia-device-plugin-placement") == []

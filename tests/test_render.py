@@ -190,7 +190,7 @@ def test_time_sliced_pool_gets_its_plugin_config_overlays_and_replica_limit(dev)
     ] == ("timeslice-4")
     overlays = {o["metadata"]["name"]: o["spec"]["capacity"] for o in karpenter.node_overlays(dev, pool)}
     assert overlays == {
-        "g6-timeslice-g6-xlarge": {"nvidia.com/gpu.shared": "4"},
-        "g6-timeslice-g6-2xlarge": {"nvidia.com/gpu.shared": "4"},
+        "g6-timeslice-g6-xlarge": {"nvidia.com/gpu": "0", "nvidia.com/gpu.shared": "4"},
+        "g6-timeslice-g6-2xlarge": {"nvidia.com/gpu": "0", "nvidia.com/gpu.shared": "4"},
     }
     assert plugin.version == "0.20.1"

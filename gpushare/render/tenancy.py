@@ -20,6 +20,8 @@ from gpushare.config import Priority, StackConfig, TeamConfig
 ADMISSION_API = "admissionregistration.k8s.io/v1"
 # Resources a HAMi pod asks for (the names HAMi's chart values resourceName/resourceMem/... register).
 HAMI_RESOURCES = (names.GPU, names.GPU_MEMORY, names.GPU_CORES, names.GPU_MEMORY_PERCENTAGE)
+# Every GPU resource a pod can ask: HAMi's, and the time-sliced replicas the NVIDIA plugin registers.
+GPU_RESOURCES = (*HAMI_RESOURCES, names.GPU_SHARED)
 # Tier -> (value, preemptionPolicy). Values spaced tenfold, far below system-cluster-critical (2000000000).
 # batch never preempts: it is the tier others evict, and a batch job waits for capacity (Karpenter still
 # launches nodes for it) instead of evicting pods of workloads outside gpushare's tiers.
@@ -105,9 +107,11 @@ def team_objects(config: StackConfig, team: TeamConfig) -> list[dict[str, Any]]:
                     f"requests.{names.GPU}": str(quota.gpus),
                     f"requests.{names.GPU_MEMORY}": str(quota.gpu_memory_mib // factor),
                     f"requests.{names.GPU_CORES}": str(quota.gpu_cores),
+                    # Pods pick a pool by nodeSelector, not by team: once the stack has a time-sliced pool, every
+                    # team's replicas are capped (0 for teams that do not list one).
                     **(
                         {f"requests.{names.GPU_SHARED}": str(quota.shared_gpus)}
-                        if any(config.pool(name).sharing == names.SHARING_TIMESLICE for name in team.pools)
+                        if any(pool.sharing == names.SHARING_TIMESLICE for pool in config.pools)
                         else {}
                     ),
                 }
@@ -138,7 +142,7 @@ def _pod_creates(team: TeamConfig) -> dict[str, Any]:
     }
 
 
-def asks_hami(resources: tuple[str, ...] = HAMI_RESOURCES) -> str:
+def asks_any(resources: tuple[str, ...]) -> str:
     """CEL: some container requests or limits one of `resources`."""
     listed = "[" + ", ".join(f"'{r}'" for r in resources) + "]"
     return _any_container(
@@ -205,7 +209,7 @@ def mutating_policies(config: StackConfig, team: TeamConfig) -> list[dict[str, A
             objects += _mutating_policy(
                 team,
                 purpose,
-                {"asks-hami": asks_hami(), "no-own-policy": _lacks_annotation(key)},
+                {"asks-hami": asks_any(HAMI_RESOURCES), "no-own-policy": _lacks_annotation(key)},
                 _apply(f"Object{{metadata: Object.metadata{{annotations: {{'{key}': '{value}'}}}}}}"),
             )
     value, preemption = PRIORITIES[team.priority]
@@ -213,7 +217,7 @@ def mutating_policies(config: StackConfig, team: TeamConfig) -> list[dict[str, A
         team,
         "priority",
         {
-            "asks-gpu": asks_hami(),
+            "asks-gpu": asks_any(GPU_RESOURCES),
             "no-own-class": "!has(object.spec.priorityClassName) || object.spec.priorityClassName == ''",
         },
         _apply(
@@ -229,7 +233,7 @@ def mutating_policies(config: StackConfig, team: TeamConfig) -> list[dict[str, A
         objects += _mutating_policy(
             team,
             "spot",
-            {"asks-gpu": asks_hami()},
+            {"asks-gpu": asks_any(GPU_RESOURCES)},
             {
                 "patchType": "JSONPatch",
                 "jsonPatch": {

@@ -47,7 +47,10 @@ def quantity(value: Any) -> Decimal | None:
 def requirement_matches(requirement: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
     """One node-selector requirement against a label set (operators of Karpenter's NodeSelectorRequirement)."""
     key, operator = requirement.get("key"), requirement.get("operator")
-    values = [str(v) for v in requirement.get("values") or []]
+    if not isinstance(key, str):
+        return False
+    given = requirement.get("values")
+    values = [str(v) for v in given] if isinstance(given, list) else []
     present = key in labels
     value = labels.get(str(key))
     if operator == "In":

@@ -105,10 +105,14 @@ class NvidiaPlugin:
         slicing = sharing.get("timeSlicing") if isinstance(sharing, dict) else None
         if not isinstance(slicing, dict):
             return None
-        for entry in slicing.get("resources") or []:
-            if isinstance(entry, dict) and entry.get("name") == names.GPU and isinstance(entry.get("replicas"), int):
+        entries = slicing.get("resources")
+        for entry in entries if isinstance(entries, list) else []:
+            if not isinstance(entry, dict) or entry.get("name") != names.GPU:
+                continue
+            replicas = entry.get("replicas")
+            if isinstance(replicas, int) and not isinstance(replicas, bool) and replicas > 0:
                 default_name = names.GPU + SHARED_SUFFIX if slicing.get("renameByDefault") is True else names.GPU
-                return str(entry.get("rename") or default_name), entry["replicas"]
+                return str(entry.get("rename") or default_name), replicas
         return None
 
     def registers(self, labels: dict[str, str], instance_type: str) -> dict[str, int] | None:

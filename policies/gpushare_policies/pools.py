@@ -46,6 +46,8 @@ def per_node(
     if sliced is not None:
         resource, replicas = sliced
         amounts[resource] = (Decimal(itype.gpu_count * replicas), f"replicas ({replicas} per GPU)")
+        if resource != names.GPU:
+            amounts[names.GPU] = (Decimal(0), "GPUs (renamed away by time-slicing; the overlay says 0)")
     if hami is not None:
         capacity = expected_capacity(hami, instance_type)
         if not isinstance(capacity, str):

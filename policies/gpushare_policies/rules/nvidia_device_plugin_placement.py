@@ -6,9 +6,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpushare import names
+from gpushare.catalog import load_catalog
 
 from ..hami import Hami, is_hami_pool
-from ..kube import pools
+from ..kube import Pool, pools
 from ..nvidia import NvidiaPlugin
 from ..rule import Finding, Rule, finding, finding_about
 from ..stack import StackView
@@ -19,6 +20,16 @@ PRESENT_LABEL, PRESENT_VALUE = names.NVIDIA_GPU_PRESENT_LABEL
 
 def _shown(labels: dict[str, str]) -> str:
     return ", ".join(f"{k}={v}" for k, v in sorted(labels.items())) or "none"
+
+
+def _takes_nvidia_gpus(pool: Pool) -> bool:
+    """Labelled exclusive or time-sliced, or launching GPU types of the catalog."""
+    if pool.labels.get(names.SHARING_LABEL) in (names.SHARING_EXCLUSIVE, names.SHARING_TIMESLICE):
+        return True
+    catalog = load_catalog()
+    return any(
+        t in catalog.instance_type_names and catalog.instance_type(t).gpu_count > 0 for t in pool.instance_types or ()
+    )
 
 
 def check_placement(view: StackView, _config: None) -> Iterator[Finding]:
@@ -37,6 +48,8 @@ def check_placement(view: StackView, _config: None) -> Iterator[Finding]:
                     "(gpushare sets them only on exclusive and timeslice pools)",
                 )
             continue
+        if not _takes_nvidia_gpus(pool):
+            continue  # e.g. a CPU NodePool the user added: no device plugin to find
         if nvidia is None:
             yield finding_about(
                 pool.resource,
@@ -55,7 +68,8 @@ def check_placement(view: StackView, _config: None) -> Iterator[Finding]:
                 f'label the pool {names.NVIDIA_PLUGIN_NODE_LABEL[0]}: "{names.NVIDIA_PLUGIN_NODE_LABEL[1]}" and '
                 f'{names.NVIDIA_GPU_PRESENT_LABEL[0]}: "{names.NVIDIA_GPU_PRESENT_LABEL[1]}"',
             )
-        if hami is not None and all(pool.labels.get(k) == v for k, v in hami.node_selector.items()):
+        hami_selects = hami is not None and hami.device_plugin_enabled and bool(hami.node_selector)
+        if hami_selects and all(pool.labels.get(k) == v for k, v in hami.node_selector.items()):
             yield finding(
                 pool.resource,
                 "spec.template.metadata.labels",

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from gpushare import names
 
 from ..hami import is_hami_pool
-from ..kube import Pool, quotas_in
+from ..kube import Pool, pools, quotas_in
 from ..nvidia import is_timeslice_pool
 from ..pools import pools_of_team
 from ..rule import Finding, Rule, finding_about
@@ -15,12 +15,12 @@ from ..stack import NAMESPACE, StackView, sorted_by_name
 
 
 def _required(view: StackView, team_pools: list[Pool]) -> list[str]:
-    """Quota resources a team's pods can ask on its pools: GPUs always, HAMi's on HAMi pools, replicas on
-    time-sliced ones."""
+    """Quota resources a team's pods can ask: GPUs always, HAMi's on HAMi pools, and time-sliced replicas
+    whenever the stack has a time-sliced pool (a pod picks a pool by nodeSelector, not by team)."""
     required = [names.GPU]
     if any(is_hami_pool(view, pool) for pool in team_pools):
         required += [names.GPU_MEMORY, names.GPU_CORES]
-    if any(is_timeslice_pool(pool) for pool in team_pools):
+    if any(is_timeslice_pool(pool) for pool in pools(view)):
         required.append(names.GPU_SHARED)
     return required
 

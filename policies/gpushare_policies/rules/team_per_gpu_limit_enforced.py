@@ -26,7 +26,8 @@ def _denying_by_namespace(view: StackView) -> dict[Any, list[Resource]]:
     policies = {policy.object_name: policy for policy in view.of_type(POLICY)}
     found: dict[Any, list[Resource]] = defaultdict(list)
     for binding in view.of_type(BINDING):
-        if "Deny" not in (binding.get("spec", "validationActions") or []):
+        actions = binding.get("spec", "validationActions")
+        if not isinstance(actions, list) or "Deny" not in actions:
             continue
         namespace = binding.get(
             "spec", "matchResources", "namespaceSelector", "matchLabels", names.NAMESPACE_NAME_LABEL
@@ -37,12 +38,16 @@ def _denying_by_namespace(view: StackView) -> dict[Any, list[Resource]]:
     return found
 
 
+def _listed(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 def _bounds(policies: list[Resource], resource: str) -> list[tuple[Resource, str]]:
     """(policy, expression) of every validation that compares `resource` with a quantity."""
     return [
         (policy, str(validation.get("expression")))
         for policy in policies
-        for validation in policy.get("spec", "validations") or []
+        for validation in _listed(policy.get("spec", "validations"))
         if isinstance(validation, dict) and f"'{resource}'" in str(validation.get("expression"))
     ]
 

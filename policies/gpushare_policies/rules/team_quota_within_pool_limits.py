@@ -28,8 +28,6 @@ def _pool_supply(view: StackView, hami: Hami | None, pool: Pool) -> dict[str, in
         node = {key: int(amount) for key, (amount, _unit) in per_node(pool_hami, instance_type, sliced).items()}
         if not node or (pool_hami is not None and names.GPU_MEMORY not in node):
             return None  # a type or sharing profile gpushare cannot size: other rules say why
-        if counted != names.GPU:
-            del node[names.GPU]  # time-slicing renames the GPUs: the node registers only the replicas
         shapes.append(NodeShape(instance_type, node))
     return supply(shapes, int(limit), counted)
 
