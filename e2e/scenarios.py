@@ -146,8 +146,12 @@ def install_running_stack(ctx: Context, stack: str) -> None:
     ctx.kubectl.apply([KWOK_NODE_CLASS, *objects])
 
 
+def _team_pools(ctx: Context, team: str, stack: str) -> list[str]:
+    return ctx.plans[stack].namespace(team)["metadata"]["annotations"][names.TEAM_POOLS_ANNOTATION].split(",")
+
+
 def _team_pool(ctx: Context, team: str, stack: str) -> str:
-    return ctx.plans[stack].namespace(team)["metadata"]["annotations"][names.TEAM_POOLS_ANNOTATION].split(",")[0]
+    return _team_pools(ctx, team, stack)[0]
 
 
 def gpu_deployment(
@@ -222,8 +226,14 @@ def _wait(what: str, condition: Callable[[], bool], timeout_s: float = SCALE_TIM
         raise ScenarioFailure(str(error)) from None
 
 
-def _events(ctx: Context, namespace: str) -> list[str]:
-    return [f"{e.get('reason')}: {e.get('message')}" for e in ctx.api.items(f"/api/v1/namespaces/{namespace}/events")]
+def _events(ctx: Context, namespace: str, about: str = "") -> list[str]:
+    """`reason: message` of the namespace's events, only those about objects named `about...` when given (earlier
+    scenarios' events stay around)."""
+    return [
+        f"{e.get('reason')}: {e.get('message')}"
+        for e in ctx.api.items(f"/api/v1/namespaces/{namespace}/events")
+        if str(e.get("involvedObject", {}).get("name", "")).startswith(about)
+    ]
 
 
 def _remove_and_wait_empty(ctx: Context, deployment: dict[str, Any]) -> float:
@@ -290,7 +300,7 @@ def seed_scale_up(ctx: Context, stack: str, team: str) -> Result:
 
 
 def _timeslice_pool(ctx: Context, stack: str, team: str) -> dict[str, Any]:
-    listed = ctx.plans[stack].namespace(team)["metadata"]["annotations"][names.TEAM_POOLS_ANNOTATION].split(",")
+    listed = _team_pools(ctx, team, stack)
     pools = [
         p
         for p in ctx.plans[stack].of_kind("NodePool")
@@ -512,15 +522,6 @@ def no_overlays(ctx: Context, stack: str, team: str) -> Result:
     )
 
 
-def _events_about(ctx: Context, namespace: str, prefix: str) -> list[str]:
-    """Event messages about objects whose name starts with `prefix` (earlier scenarios' events stay around)."""
-    return [
-        str(e.get("message"))
-        for e in ctx.api.items(f"/api/v1/namespaces/{namespace}/events")
-        if str(e.get("involvedObject", {}).get("name", "")).startswith(prefix)
-    ]
-
-
 def gate_off(ctx: Context, stack: str, team: str) -> Result:
     """The negative control of the gate: with the stack's overlays in place but Karpenter's NodeOverlay gate off,
     Karpenter ignores them and a vGPU pod stays Pending with the same message as without overlays."""
@@ -532,7 +533,7 @@ def gate_off(ctx: Context, stack: str, team: str) -> Result:
         ctx.kubectl.apply([deployment])
         seconds = _wait(
             f"a Karpenter event '{needle}'",
-            lambda: any(needle in message for message in _events_about(ctx, team, "gate-off")),
+            lambda: any(needle in message for message in _events(ctx, team, about="gate-off")),
             90,
         )
         if nodeclaims(ctx):

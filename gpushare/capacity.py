@@ -108,17 +108,14 @@ class PoolPlan:
 _last_plans: list[tuple[StackConfig, dict[str, PoolPlan]]] = []
 
 
-def pool_plans(config: StackConfig, catalog: Catalog | None = None) -> dict[str, PoolPlan]:
+def pool_plans(config: StackConfig) -> dict[str, PoolPlan]:
     """Pool name -> its plan. HAMi pools count vGPUs (deviceSplitCount per GPU, overlays make Karpenter see
     them); time-sliced pools count `replicas` per GPU under nvidia.com/gpu.shared (overlays too, and they zero
     nvidia.com/gpu, which time-slicing renames away); exclusive pools count whole GPUs as the NVIDIA device plugin
     registers them. Planned once per config object: renderers and checks ask for it per pool and per team."""
-    if _last_plans and _last_plans[0][0] is config and catalog is None:
-        return _last_plans[0][1]
-    plans = _plan(config, catalog or load_catalog())
-    if catalog is None:
-        _last_plans[:] = [(config, plans)]
-    return plans
+    if not _last_plans or _last_plans[0][0] is not config:
+        _last_plans[:] = [(config, _plan(config, load_catalog()))]
+    return _last_plans[0][1]
 
 
 def _plan(config: StackConfig, catalog: Catalog) -> dict[str, PoolPlan]:

@@ -101,7 +101,7 @@ def summary(config: StackConfig) -> str:
     catalog = load_catalog()
     header = ("pool", "sharing", "instance type", "GPUs", "shares", "gpumem MiB", "gpucores", "nodes", "USD/node-h")
     rows: list[tuple[str, ...]] = [header]
-    for plan in pool_plans(config, catalog).values():
+    for plan in pool_plans(config).values():
         capacities = {c.instance_type: c for c in plan.capacities}
         for node in plan.nodes:
             type_name = node.instance_type

@@ -297,6 +297,14 @@ def near_misses(view: StackView, pool: Pool, instance_type: str) -> list[tuple[R
     return found
 
 
+def overlay_for(pool: Pool, instance_type: str) -> str:
+    """How a fix names the overlay a pool's type needs: the requirements gpushare renders for it."""
+    return (
+        f"a NodeOverlay with requirements {names.NODEPOOL_LABEL} In [{pool.name}] and {names.INSTANCE_TYPE_LABEL} In "
+        f"[{instance_type}]"
+    )
+
+
 def describe_requirement(requirement: Mapping[str, Any]) -> str:
     values = requirement.get("values")
     shown = f" [{', '.join(str(v) for v in values)}]" if isinstance(values, list) and values else ""

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from gpushare import names
 
 from ..hami import HAMI_RESOURCES, hami_pools
-from ..kube import describe_requirement, effective_capacity, near_misses, overlays_for
+from ..kube import describe_requirement, effective_capacity, near_misses, overlay_for, overlays_for
 from ..rule import Finding, Rule, finding_about
 from ..stack import StackView
 
@@ -44,9 +44,8 @@ def check_coverage(view: StackView, _config: None) -> Iterator[Finding]:
                     f"instance type {instance_type} has no NodeOverlay setting {', '.join(missing)}: Karpenter "
                     "cannot see what HAMi registers and answers 'no instance type has enough resources' for pods "
                     "that ask for it",
-                    f"add a NodeOverlay with requirements {names.NODEPOOL_LABEL} In [{pool.name}] and "
-                    f"{names.INSTANCE_TYPE_LABEL} In [{instance_type}] setting those resources (gpushare renders one "
-                    "per pool and type)",
+                    f"add {overlay_for(pool, instance_type)} setting those resources (gpushare renders one per pool "
+                    "and type)",
                 )
 
 

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from gpushare import names
 
-from ..kube import effective_capacity, overlays_for, pools, quantity
+from ..kube import effective_capacity, overlay_for, overlays_for, pools, quantity
 from ..nvidia import NvidiaPlugin, is_timeslice_pool
 from ..rule import Finding, Rule, finding, finding_about
 from ..stack import StackView
@@ -70,8 +70,7 @@ def check_timeslice(view: StackView, _config: None) -> Iterator[Finding]:
                     pool.resource,
                     f"instance type {instance_type} has no NodeOverlay setting {resource}: Karpenter cannot see the "
                     f"{expected} replicas a node registers and answers 'no instance type has enough resources'",
-                    f"add a NodeOverlay with requirements {names.NODEPOOL_LABEL} In [{pool.name}] and "
-                    f'{names.INSTANCE_TYPE_LABEL} In [{instance_type}] setting {resource}: "{expected}"',
+                    f'add {overlay_for(pool, instance_type)} setting {resource}: "{expected}"',
                 )
                 continue
             value, overlay = capacity[resource]
