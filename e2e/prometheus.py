@@ -8,6 +8,7 @@ what the stack deploys.
 from __future__ import annotations
 
 import json
+import urllib.parse
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -72,3 +73,11 @@ def scraping_karpenter() -> bool:
     except RigError:
         return False
     return bool(result) and result[0]["value"][1] == "1"
+
+
+def allowed_disruptions(nodepool: str) -> list[str]:
+    """Karpenter's `karpenter_nodepools_allowed_disruptions` for the pool, one value per reason (empty when the
+    series is not there yet)."""
+    query = urllib.parse.quote(f'karpenter_nodepools_allowed_disruptions{{nodepool="{nodepool}"}}')
+    result = _get(f"/api/v1/query?query={query}")["result"]
+    return sorted(f"{series['metric'].get('reason', '')}={series['value'][1]}" for series in result)

@@ -14,6 +14,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 
@@ -31,6 +32,7 @@ from e2e.scenarios import (
     ScenarioFailure,
     cpu_limit_blocks_second_node,
     diagnostics,
+    disruption_budget,
     examples_run,
     gate_off,
     install_running_stack,
@@ -62,6 +64,7 @@ SCENARIOS: dict[str, Callable[[Context], Result]] = {
     "gate-off": lambda ctx: gate_off(ctx, RUNNING_STACK, SEED_TEAM),
     "resource-not-registered": lambda ctx: resource_not_registered(ctx, RUNNING_STACK, SEED_TEAM),
     "cpu-limit": lambda ctx: cpu_limit_blocks_second_node(ctx, RUNNING_STACK, SEED_TEAM),
+    "disruption-budget": lambda ctx: disruption_budget(ctx, RUNNING_STACK, SEED_TEAM),
     "quota": lambda ctx: quota_refuses(ctx, RUNNING_STACK, SEED_TEAM),
     "team-admission": lambda ctx: team_admission(ctx, RUNNING_STACK, SEED_TEAM),
     "time-slicing": lambda ctx: time_slicing(ctx, RUNNING_STACK, WIDE_TEAM),
@@ -124,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
         nvidia_values = plans[running_stack].helm_values.get(names.NVIDIA_PLUGIN_RELEASE)
         nvidia = NvidiaPluginConfig.from_values(nvidia_values) if nvidia_values is not None else None
         agent = NodeAgent(rig.api, catalog, hami, nvidia)
-        ctx = Context(rig.log_dir, rig.api, kubectl, catalog, plans, agent, hami)
+        ctx = Context(rig.log_dir, rig.api, kubectl, catalog, plans, agent, hami, datetime.now(UTC))
         for name in [n for n in BEFORE_STACK if n in selected]:
             results.append(_run_one(name, ctx))
         if workload or any(name not in BEFORE_STACK for name in selected):

@@ -13,7 +13,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,7 @@ from e2e.errors import RigError
 from e2e.kubectl import Kubectl, KubectlError
 from e2e.node_agent import NodeAgent
 from e2e.rig import wait_for
-from e2e.stack import KWOK_NODE_CLASS, Plan, for_rig
+from e2e.stack import KWOK_NODE_CLASS, Plan, daily_window, for_rig
 from gpushare import names
 from gpushare.catalog import Catalog
 
@@ -60,6 +60,8 @@ class Context:
     plans: dict[str, Plan]
     agent: NodeAgent
     hami: HamiDeviceConfig
+    # When the rig started (UTC): the rig's scheduled disruption budgets are computed from it.
+    started: datetime
     # Set once Karpenter runs: restart it with another NodeOverlay gate text, and the stack's own.
     restart_karpenter: Callable[[str], None] = lambda _gate: None
     stack_gate: str = "true"
@@ -140,9 +142,8 @@ def _type_check_warnings(ctx: Context, policies: list[dict[str, Any]]) -> list[s
 
 def install_running_stack(ctx: Context, stack: str) -> None:
     """Apply the stack as the rig runs it (NodePools on the KWOKNodeClass)."""
-    objects = _namespaces_first(
-        [for_rig(obj) for obj in ctx.plans[stack].objects if not obj["apiVersion"].startswith(MONITORING_GROUP)]
-    )
+    applied = [obj for obj in ctx.plans[stack].objects if not obj["apiVersion"].startswith(MONITORING_GROUP)]
+    objects = _namespaces_first([for_rig(obj, ctx.started) for obj in applied])
     ctx.kubectl.apply([KWOK_NODE_CLASS, *objects])
 
 
@@ -152,6 +153,12 @@ def _team_pools(ctx: Context, team: str, stack: str) -> list[str]:
 
 def _team_pool(ctx: Context, team: str, stack: str) -> str:
     return _team_pools(ctx, team, stack)[0]
+
+
+def _rig_pool(ctx: Context, stack: str, pool: str) -> dict[str, Any]:
+    """The NodePool named `pool` as the rig runs it."""
+    [nodepool] = [p for p in ctx.plans[stack].of_kind("NodePool") if p["metadata"]["name"] == pool]
+    return for_rig(nodepool, ctx.started)
 
 
 def gpu_deployment(
@@ -604,7 +611,7 @@ def resource_not_registered(ctx: Context, stack: str, team: str) -> Result:
 def cpu_limit_blocks_second_node(ctx: Context, stack: str, team: str) -> Result:
     """A `cpu: 10` NodePool limit: one node fits, the second is refused."""
     pool = _team_pool(ctx, team, stack)
-    [nodepool] = [for_rig(p) for p in ctx.plans[stack].of_kind("NodePool") if p["metadata"]["name"] == pool]
+    nodepool = _rig_pool(ctx, stack, pool)
     limited = {**nodepool, "spec": {**nodepool["spec"], "limits": {**nodepool["spec"].get("limits", {}), "cpu": "10"}}}
     # cpu 5 fits only types with 8 or more vCPUs; two such nodes exceed 10.
     deployment = gpu_deployment(ctx, "cpu-limited", team, pool, 2, {"cores": 50, "mem_mib": 4096}, cpu="5")
@@ -624,6 +631,55 @@ def cpu_limit_blocks_second_node(ctx: Context, stack: str, team: str) -> Result:
         True,
         f"limit cpu=10: first node {by_type}, second refused ('{needle}') after {seconds:.0f} s",
         {"nodes_by_type": by_type, "seconds_to_event": round(seconds, 1)},
+    )
+
+
+def disruption_budget(ctx: Context, stack: str, team: str) -> Result:
+    """A `nodes: 0` budget whose window covers now keeps an empty node; moved away from now, the same budget lets
+    Karpenter consolidate it. Both windows are computed from the clock, so this holds at any hour and weekday."""
+    pool = _team_pool(ctx, team, stack)
+    nodepool = _rig_pool(ctx, stack, pool)
+    now = datetime.now(UTC)
+
+    def with_window(start: datetime, duration: timedelta) -> dict[str, Any]:
+        disruption = {**nodepool["spec"]["disruption"], "budgets": [{"nodes": "0", **daily_window(start, duration)}]}
+        return {**nodepool, "spec": {**nodepool["spec"], "disruption": disruption}}
+
+    covering = with_window(now - timedelta(hours=1), timedelta(hours=3))
+    away = with_window(now + timedelta(hours=12), timedelta(hours=1))
+    deployment = gpu_deployment(ctx, "budgeted", team, pool, 1, {"cores": 50, "mem_mib": 4096})
+    hold_s = 45
+    try:
+        ctx.kubectl.apply([covering])
+        ctx.kubectl.apply([deployment])
+        _wait("the budgeted pod Running", lambda: len(_running(_pods(ctx, team, "budgeted"))) == 1)
+        ctx.kubectl.delete([deployment])
+        # Empty now: with no budget in force it would go within consolidateAfter (the rig's 15 s).
+        time.sleep(hold_s)
+        kept = [c["metadata"]["name"] for c in nodeclaims(ctx)]
+        if not kept:
+            window = covering["spec"]["disruption"]["budgets"]
+            raise ScenarioFailure(f"the empty node was consolidated while the nodes: 0 window {window} covered now")
+        allowed_in = prometheus.allowed_disruptions(pool)
+        ctx.kubectl.apply([away])
+        gone = _wait("the empty node consolidated once the window is away from now", lambda: not nodeclaims(ctx), 240)
+        allowed_out = prometheus.allowed_disruptions(pool)
+    finally:
+        ctx.kubectl.delete([deployment])
+        ctx.kubectl.apply([nodepool])
+    return Result(
+        "disruption-budget",
+        True,
+        f"nodes: 0 over now ({covering['spec']['disruption']['budgets'][0]['schedule']!r}, 3h): empty node kept "
+        f"{hold_s} s; window moved away ({away['spec']['disruption']['budgets'][0]['schedule']!r}, 1h): consolidated "
+        f"after {gone:.0f} s",
+        {
+            "held_s": hold_s,
+            "seconds_to_consolidated": round(gone, 1),
+            "allowed_disruptions_inside_window": allowed_in,
+            "allowed_disruptions_outside_window": allowed_out,
+        },
+        ["windows computed from the clock at run time (Karpenter reads budget schedules in UTC)"],
     )
 
 

@@ -1,8 +1,10 @@
 """What the rig applies: the objects and Helm values of the stack's real offline plan (tools.plan output).
 
-Two rig deviations from AWS are made here, on copies, and nowhere else: NodePools point at the rig's
-KWOKNodeClass instead of the EC2NodeClass (the kwok provider only launches for its own node class), and
-`consolidateAfter` is shortened so consolidation is observable within a test run.
+Three rig deviations from AWS are made here, on copies, and nowhere else: NodePools point at the rig's
+KWOKNodeClass instead of the EC2NodeClass (the kwok provider only launches for its own node class),
+`consolidateAfter` is shortened so consolidation is observable within a test run, and every scheduled
+disruption budget is moved to a window computed from the rig's start, so no scenario depends on the hour or
+the weekday it runs at (the `disruption-budget` scenario places windows over and away from now on purpose).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import copy
 import subprocess
 import sys
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +29,11 @@ KWOK_NODE_CLASS = {
     "metadata": {"name": "rig"},
 }
 RIG_CONSOLIDATE_AFTER = "15s"
+# A scheduled budget's window starts this long after the rig's start, daily, and lasts at most
+# RIG_WINDOW_MAX: the previous day's window ended at least an hour before the start, the next one begins
+# hours after any run ends.
+RIG_WINDOW_OFFSET = timedelta(hours=12)
+RIG_WINDOW_MAX = timedelta(hours=11)
 
 
 @dataclass(frozen=True)
@@ -86,8 +94,23 @@ def load_plan(stack: str, plan_dir: Path) -> Plan:
     return Plan(stack, objects, helm)
 
 
-def for_rig(obj: dict[str, Any]) -> dict[str, Any]:
-    """A NodePool as the rig runs it; every other object unchanged."""
+def daily_window(start: datetime, duration: timedelta) -> dict[str, str]:
+    """A budget's `schedule` and `duration` for a window opening every day at `start`'s UTC hour and minute
+    (Karpenter reads budget schedules in UTC)."""
+    minutes = int(duration.total_seconds() // 60)
+    return {"schedule": f"{start.minute} {start.hour} * * *", "duration": f"{minutes // 60}h{minutes % 60}m"}
+
+
+def budget_duration(text: str) -> timedelta:
+    """A budget duration as Karpenter writes them (`9h`, `30m`, `1h30m`)."""
+    text = text.removesuffix("0s")
+    hours, _, rest = text.partition("h") if "h" in text else ("0", "", text)
+    minutes = rest.removesuffix("m") or "0"
+    return timedelta(hours=int(hours or 0), minutes=int(minutes))
+
+
+def for_rig(obj: dict[str, Any], started: datetime) -> dict[str, Any]:
+    """A NodePool as the rig that started at `started` (UTC) runs it; every other object unchanged."""
     if obj["kind"] != "NodePool":
         return obj
     pool = copy.deepcopy(obj)
@@ -98,4 +121,9 @@ def for_rig(obj: dict[str, Any]) -> dict[str, Any]:
     }
     disruption = pool["spec"].setdefault("disruption", {})
     disruption["consolidateAfter"] = RIG_CONSOLIDATE_AFTER
+    for budget in disruption.get("budgets", []):
+        if "schedule" in budget:
+            budget.update(
+                daily_window(started + RIG_WINDOW_OFFSET, min(budget_duration(budget["duration"]), RIG_WINDOW_MAX))
+            )
     return pool

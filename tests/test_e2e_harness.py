@@ -3,14 +3,27 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
+from croniter import croniter
 
 from e2e.build import BINARIES, TOOLS, pin_hash
 from e2e.device_plugins import REGISTER_ANNOTATION, HamiDeviceConfig, NvidiaPluginConfig, register
 from e2e.instance_types import ZONES, kwok_instance_types
 from e2e.report import UPSTREAM_MODULES, versions
-from e2e.stack import KWOK_NODE_CLASS, RIG_CONSOLIDATE_AFTER, Plan, for_rig, node_overlay_gate
+from e2e.stack import (
+    KWOK_NODE_CLASS,
+    RIG_CONSOLIDATE_AFTER,
+    Plan,
+    budget_duration,
+    daily_window,
+    for_rig,
+    load_plan,
+    node_overlay_gate,
+    write_plan,
+)
 from gpushare.capacity import pool_plans
 from gpushare.catalog import load_catalog
 from gpushare.config import StackConfig
@@ -106,12 +119,80 @@ def test_only_nodepools_change_for_the_rig() -> None:
         "metadata": {"name": "p"},
         "spec": {"template": {"spec": {"nodeClassRef": {"kind": "EC2NodeClass", "name": "gpu"}}}},
     }
-    rig_pool = for_rig(pool)
+    rig_pool = for_rig(pool, TUESDAY_16_UTC)
     assert rig_pool["spec"]["template"]["spec"]["nodeClassRef"]["kind"] == KWOK_NODE_CLASS["kind"]
     assert rig_pool["spec"]["disruption"]["consolidateAfter"] == RIG_CONSOLIDATE_AFTER
     assert pool["spec"]["template"]["spec"]["nodeClassRef"]["kind"] == "EC2NodeClass"
     quota = {"kind": "ResourceQuota", "metadata": {"name": "q"}}
-    assert for_rig(quota) is quota
+    assert for_rig(quota, TUESDAY_16_UTC) is quota
+
+
+# A day's run of the whole suite (make e2e plus make simulate) stays far below this.
+RUN_BOUND = timedelta(hours=3)
+TUESDAY_16_UTC = datetime(2026, 11, 24, 16, 0, tzinfo=UTC)
+WEDNESDAY_03_UTC = datetime(2026, 11, 25, 3, 0, tzinfo=UTC)
+SATURDAY_2359_UTC = datetime(2026, 11, 28, 23, 59, tzinfo=UTC)
+
+
+def _active(budget: dict, at: datetime) -> bool:
+    """Karpenter's reading of a budget window: the schedule's last hit at or before `at`, plus the duration, is
+    after `at` (a budget without a schedule is always active). croniter stands in for robfig/cron here."""
+    if "schedule" not in budget:
+        return True
+    last = croniter(budget["schedule"], at + timedelta(seconds=1)).get_prev(datetime)
+    return last + budget_duration(budget["duration"]) > at
+
+
+def _minutes(start: datetime, length: timedelta) -> list[datetime]:
+    return [start + timedelta(minutes=m) for m in range(int(length.total_seconds() // 60) + 1)]
+
+
+def _nodepools(stack: str) -> list[dict]:
+    return [obj for obj in load_plan(stack, PLANS[stack]).objects if obj["kind"] == "NodePool"]
+
+
+@pytest.fixture(scope="module")
+def _plans(tmp_path_factory: pytest.TempPathFactory) -> None:
+    out = tmp_path_factory.mktemp("plans")
+    for stack in ("dev", "prod"):
+        PLANS[stack] = write_plan(stack, out)
+
+
+PLANS: dict[str, Path] = {}
+
+
+def test_the_dev_stack_budget_blocks_consolidation_on_weekday_afternoons(_plans: None) -> None:
+    """The fault the rig must not inherit: the shipped g4dn-shared budget is a nodes: 0 window at 16:00 UTC on a
+    weekday, not at 03:00."""
+    [pool] = [p for p in _nodepools("dev") if p["metadata"]["name"] == "g4dn-shared"]
+    blocking = [b for b in pool["spec"]["disruption"]["budgets"] if b["nodes"] == "0"]
+    assert any(_active(b, TUESDAY_16_UTC) for b in blocking)
+    assert not any(_active(b, WEDNESDAY_03_UTC) for b in blocking)
+
+
+@pytest.mark.parametrize("started", [TUESDAY_16_UTC, WEDNESDAY_03_UTC, SATURDAY_2359_UTC])
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_no_scheduled_budget_is_in_force_during_a_rig_run(_plans: None, stack: str, started: datetime) -> None:
+    """Whatever hour and weekday the rig starts at, every scheduled budget of the rig's NodePools stays closed for
+    the whole run: only the always-on budgets (the stack's `nodes: 1` and the like) apply."""
+    for pool in _nodepools(stack):
+        for budget in for_rig(pool, started)["spec"]["disruption"].get("budgets", []):
+            if "schedule" in budget:
+                open_at = [t for t in _minutes(started, RUN_BOUND) if _active(budget, t)]
+                assert not open_at, (pool["metadata"]["name"], budget, open_at[:1])
+
+
+def test_the_budget_scenario_windows_cover_now_and_miss_it() -> None:
+    now = TUESDAY_16_UTC + timedelta(minutes=7)
+    covering = {"nodes": "0", **daily_window(now - timedelta(hours=1), timedelta(hours=3))}
+    away = {"nodes": "0", **daily_window(now + timedelta(hours=12), timedelta(hours=1))}
+    assert all(_active(covering, t) for t in _minutes(now, timedelta(minutes=30)))
+    assert not any(_active(away, t) for t in _minutes(now, timedelta(minutes=30)))
+
+
+@pytest.mark.parametrize(("text", "minutes"), [("9h", 540), ("90m", 90), ("1h30m", 90), ("2h0s", 120)])
+def test_budget_durations_read_as_karpenter_writes_them(text: str, minutes: int) -> None:
+    assert budget_duration(text) == timedelta(minutes=minutes)
 
 
 def test_every_binary_is_built_from_a_pinned_module() -> None:
