@@ -16,7 +16,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from e2e.device_plugins import HamiDeviceConfig
 from e2e.errors import RigError
+from e2e.instance_types import PODS_PER_NODE
+from e2e.packing import NodeType, PodShape, best_packing
 from e2e.scenarios import Context, gpu_deployment, nodeclaims, nodes_by_type, usd_per_hour
 from gpushare.catalog import Catalog
 from gpushare.errors import UserError, key_path
@@ -96,6 +99,60 @@ def fractional_lower_bound(catalog: Catalog, pool_types: dict[str, list[str]], w
     return round(requested * per_mib, 3)
 
 
+# Karpenter's kwok provider reserves this much of every node (kwok/cloudprovider/helpers.go KubeReserved).
+KWOK_RESERVED_CPU_MILLIS = 100
+KWOK_RESERVED_MEMORY_MIB = 10
+
+
+def _mib(quantity: str) -> int:
+    return int(quantity[:-2]) * (1024 if quantity.endswith("Gi") else 1)
+
+
+def _millis(quantity: str) -> int:
+    return int(quantity[:-1]) if quantity.endswith("m") else int(quantity) * 1000
+
+
+def node_types(catalog: Catalog, types: list[str], hami: HamiDeviceConfig) -> list[NodeType]:
+    """The pool's instance types as the rig's nodes offer them: kwok's allocatable, GPUs as HAMi slices them."""
+    kinds = []
+    for name in types:
+        itype = catalog.instance_type(name)
+        kinds.append(
+            NodeType(
+                name=name,
+                usd_per_hour=itype.on_demand_usd_per_hour,
+                cpu_millis=itype.vcpu * 1000 - KWOK_RESERVED_CPU_MILLIS,
+                memory_mib=itype.memory_mib - KWOK_RESERVED_MEMORY_MIB,
+                pods=PODS_PER_NODE,
+                gpus=itype.gpu_count,
+                split=hami.split_count,
+                gpu_memory_mib=int(catalog.gpu_model_of(itype).nvml_memory_mib * hami.memory_scaling),
+                gpu_cores=int(100 * hami.core_scaling),
+            )
+        )
+    return kinds
+
+
+def packing_bound(
+    catalog: Catalog, pool_types: dict[str, list[str]], workload: Workload, hami: HamiDeviceConfig
+) -> dict[str, Any]:
+    """The cheapest per-GPU packing of each pool's pods (e2e.packing), summed over the pools."""
+    usd, by_type = 0.0, {}
+    for pool in sorted({group.pool for group in workload.pods}):
+        pods = [
+            PodShape(group.vgpus, group.gpu_memory_mib, group.gpu_cores, _millis(group.cpu), _mib(group.memory))
+            for group in workload.pods
+            if group.pool == pool
+            for _ in range(group.count)
+        ]
+        found = best_packing(pods, node_types(catalog, pool_types[pool], hami))
+        if found is None:
+            raise RigError(f"no instance type of pool {pool} holds every pod of the workload")
+        usd += found[0]
+        by_type.update(found[1])
+    return {"usd_per_hour": round(usd, 3), "nodes_by_type": by_type}
+
+
 def _deployment(ctx: Context, group: PodGroup) -> dict[str, Any]:
     deployment = gpu_deployment(
         ctx,
@@ -171,6 +228,7 @@ def _measure(ctx: Context, workload: Workload, running: int, settled_s: float) -
                 pending.append(f"{team}/{event['involvedObject']['name']}: {event.get('message', '')}")
     pool_types = ctx.plans[workload.stack].pool_instance_types()
     wanted = sum(group.count for group in workload.pods)
+    best = packing_bound(catalog, pool_types, workload, ctx.hami)
     return {
         "stack": workload.stack,
         "pods": wanted,
@@ -182,6 +240,8 @@ def _measure(ctx: Context, workload: Workload, running: int, settled_s: float) -
         "gpu_cores_used_percent": _percent(requested[ctx.hami.resource_cores], registered[ctx.hami.resource_cores]),
         "one_pod_per_whole_gpu_usd_per_hour": whole_gpu_cost(catalog, pool_types, workload),
         "fractional_lower_bound_usd_per_hour": fractional_lower_bound(catalog, pool_types, workload),
+        "best_packing_usd_per_hour": best["usd_per_hour"],
+        "best_packing_nodes_by_type": best["nodes_by_type"],
         "pending": sorted(set(pending)),
     }
 
@@ -196,7 +256,10 @@ def table(result: dict[str, Any]) -> str:
         f"{result['seconds_to_settle']:.0f} s",
         "nodes: " + ", ".join(f"{n} x {t}" for t, n in sorted(result["nodes_by_type"].items())),
         f"cost: ${result['usd_per_hour']}/h (one pod per whole GPU: ${result['one_pod_per_whole_gpu_usd_per_hour']}/h, "
-        f"fractional lower bound: ${result['fractional_lower_bound_usd_per_hour']}/h)",
+        f"fractional lower bound: ${result['fractional_lower_bound_usd_per_hour']}/h, best per-GPU packing: "
+        f"${result['best_packing_usd_per_hour']}/h on "
+        + ", ".join(f"{n} x {t}" for t, n in sorted(result["best_packing_nodes_by_type"].items()))
+        + ")",
         f"GPU memory used {result['gpu_memory_used_percent']}%, GPU cores used {result['gpu_cores_used_percent']}% "
         "of what the nodes registered",
     ]
