@@ -661,18 +661,20 @@ def disruption_budget(ctx: Context, stack: str, team: str) -> Result:
             window = covering["spec"]["disruption"]["budgets"]
             raise ScenarioFailure(f"the empty node was consolidated while the nodes: 0 window {window} covered now")
         allowed_in = prometheus.allowed_disruptions(pool)
+        if not allowed_in or any(not value.endswith("=0") for value in allowed_in):
+            raise ScenarioFailure(f"Karpenter allows disruptions {allowed_in} of {pool} inside the nodes: 0 window")
         ctx.kubectl.apply([away])
         gone = _wait("the empty node consolidated once the window is away from now", lambda: not nodeclaims(ctx), 240)
         allowed_out = prometheus.allowed_disruptions(pool)
     finally:
         ctx.kubectl.delete([deployment])
         ctx.kubectl.apply([nodepool])
+    inside, outside = (window["spec"]["disruption"]["budgets"][0]["schedule"] for window in (covering, away))
     return Result(
         "disruption-budget",
         True,
-        f"nodes: 0 over now ({covering['spec']['disruption']['budgets'][0]['schedule']!r}, 3h): empty node kept "
-        f"{hold_s} s; window moved away ({away['spec']['disruption']['budgets'][0]['schedule']!r}, 1h): consolidated "
-        f"after {gone:.0f} s",
+        f"nodes: 0 over now ({inside!r}, 3h): Karpenter allows {allowed_in}, empty node kept {hold_s} s; window "
+        f"moved away ({outside!r}, 1h): consolidated after {gone:.0f} s",
         {
             "held_s": hold_s,
             "seconds_to_consolidated": round(gone, 1),
