@@ -3,6 +3,12 @@
 Every binary comes from `go build` of an upstream Go package through the module proxy, pinned by the
 go.mod/go.sum next to it. Output goes to ~/.cache/gpushare-e2e/<hash of e2e/tools>/bin, outside the clone,
 so a second run (or a fresh clone with the same pins) starts in seconds.
+
+HAMi and its mock device plugin are required in e2e/tools/hami/go.mod like any module, but the Go module proxy
+reachable here refuses both (403). Where it does, the build takes their upstream source archives from the
+directory named by GPUSHARE_UPSTREAM_SOURCES, checks each archive's sha256 against the pin below, unpacks it into
+the cache (never into the clone) and points a `replace` at it in a copy of the go.mod kept beside the unpacked
+source (`go build -modfile`); the module itself is never edited and the source never patched.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +28,37 @@ from e2e.errors import RigError
 TOOLS = Path(__file__).resolve().parent / "tools"
 CACHE_ROOT = Path(os.environ.get("GPUSHARE_E2E_CACHE", Path.home() / ".cache" / "gpushare-e2e"))
 KUBERNETES_VERSION = "v1.36.3"
+SOURCES_ENV = "GPUSHARE_UPSTREAM_SOURCES"
+
+
+@dataclass(frozen=True)
+class UpstreamSource:
+    """A module the proxy may refuse, and the `git archive` of its release tag that stands in for it."""
+
+    module: str
+    version: str
+    archive: str
+    sha256: str
+    folder: str
+
+
+# HAMi v2.8.3 (commit 8f039ad22bfc) has no /v2 module path, so it is required as its commit's pseudo-version.
+UPSTREAM_SOURCES = (
+    UpstreamSource(
+        "github.com/Project-HAMi/HAMi",
+        "v0.0.0-20260519083325-8f039ad22bfc",
+        "hami-v2.8.3.tar.gz",
+        "745420a24f5295cf8293273a37da8ca2579c752b71bdb5549ee684581055d0be",
+        "HAMi-2.8.3",
+    ),
+    UpstreamSource(
+        "github.com/HAMi/mock-device-plugin",
+        "v1.0.1",
+        "hami-mock-device-plugin-v1.0.1.tar.gz",
+        "5104874897066afa371e9185f0876ba8afbd1c112e2173abc69fda2b8db843fa",
+        "mock-device-plugin-1.0.1",
+    ),
+)
 
 
 @dataclass(frozen=True)
@@ -31,6 +69,8 @@ class Binary:
     module: str
     package: str
     ldflags: str = ""
+    # HAMi loads NVML through cgo (dlopen at run time; no GPU is needed to start).
+    cgo: bool = False
 
 
 def _kubernetes_ldflags() -> str:
@@ -56,17 +96,32 @@ BINARIES: tuple[Binary, ...] = (
     Binary("kwok-crds", "karpenter", "./crds"),
     Binary("aws-crds", "awscrds", "."),
     Binary("prometheus", "prometheus", "github.com/prometheus/prometheus/cmd/prometheus"),
+    Binary("hami-scheduler", "hami", "github.com/Project-HAMi/HAMi/cmd/scheduler", cgo=True),
+    Binary("mock-device-plugin", "hami", "github.com/HAMi/mock-device-plugin/cmd/k8s-device-plugin", cgo=True),
+    Binary("rig-gpu-node", "hami", "./gpunode", cgo=True),
 )
+# Modules whose go.mod requires an UpstreamSource: built against the staged copy of that go.mod.
+STAGED_MODULES = ("hami",)
+
+
+def _tree_hash(root: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        if path.is_file():
+            digest.update(str(path.relative_to(root)).encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def pin_hash() -> str:
-    """Hash of every file under e2e/tools: a change of pin or of our tiny Go programs rebuilds."""
-    digest = hashlib.sha256()
-    for path in sorted(TOOLS.rglob("*")):
-        if path.is_file():
-            digest.update(str(path.relative_to(TOOLS)).encode())
-            digest.update(path.read_bytes())
-    return digest.hexdigest()[:16]
+    """Hash of every file under e2e/tools: names the directory the rig takes its binaries from."""
+    return _tree_hash(TOOLS)
+
+
+def module_cache(module: str) -> Path:
+    """Where one module's binaries and staged files live: a change of its pins or of our Go programs in it
+    rebuilds that module's binaries only."""
+    return CACHE_ROOT / "modules" / f"{module}-{_tree_hash(TOOLS / module)}"
 
 
 def bin_dir() -> Path:
@@ -81,14 +136,90 @@ def go_command() -> str:
     return go
 
 
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as archive:
+        for block in iter(lambda: archive.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def unpack_sources(directory: Path, into: Path) -> dict[str, Path]:
+    """Each UpstreamSource's archive from `directory`, sha256-checked, unpacked under `into` once; module -> folder."""
+    folders = {}
+    for source in UPSTREAM_SOURCES:
+        archive = directory / source.archive
+        if not archive.is_file():
+            raise RigError(
+                f"{SOURCES_ENV}={directory}: {source.archive} is not there ({source.module} {source.version})"
+            )
+        found = _sha256(archive)
+        if found != source.sha256:
+            raise RigError(f"{archive}: sha256 {found}, expected {source.sha256}; refusing to build from it")
+        folder = into / source.folder
+        if not folder.is_dir():
+            partial = into / f".{source.folder}.partial"
+            shutil.rmtree(partial, ignore_errors=True)
+            partial.mkdir(parents=True)
+            with tarfile.open(archive) as tar:
+                tar.extractall(partial, filter="data")
+            (partial / source.folder).rename(folder)
+            partial.rmdir()
+        folders[source.module] = folder
+    return folders
+
+
+def _proxy_serves(go: str, module_dir: Path, env: dict[str, str], out: object) -> bool:
+    """Whether the Go module proxy gives every UpstreamSource (checked against the checksum database)."""
+    modules = [f"{source.module}@{source.version}" for source in UPSTREAM_SOURCES]
+    return (
+        subprocess.run([go, "mod", "download", *modules], cwd=module_dir, env=env, stdout=out, stderr=out).returncode
+        == 0
+    )
+
+
+def staged_modfile(go: str, module: str, env: dict[str, str], out: object) -> tuple[Path, str]:
+    """A copy of e2e/tools/<module>/go.mod (and go.sum) in the cache, with a `replace` for each UpstreamSource
+    unpacked from GPUSHARE_UPSTREAM_SOURCES, and the -mod mode to build it with: readonly there; where the proxy
+    serves the modules, `mod`, so go records their sums in the copy, checked against the checksum database."""
+    stage = module_cache(module) / "stage"
+    stage.mkdir(parents=True, exist_ok=True)
+    modfile = stage / f"{module}.mod"
+    shutil.copyfile(TOOLS / module / "go.sum", stage / f"{module}.sum")
+    text = (TOOLS / module / "go.mod").read_text()
+    directory = os.environ.get(SOURCES_ENV)
+    if directory:
+        folders = unpack_sources(Path(directory).resolve(), stage / "src")
+        text += "".join(f"\nreplace {name} => {folder}\n" for name, folder in folders.items())
+        mode = "-mod=readonly"
+    elif _proxy_serves(go, TOOLS / module, env, out):
+        mode = "-mod=mod"
+    else:
+        listed = ", ".join(f"{source.module} {source.version}" for source in UPSTREAM_SOURCES)
+        raise RigError(
+            f"the Go module proxy refuses {listed}; set {SOURCES_ENV} to a directory holding "
+            + " and ".join(f"{source.archive} (sha256 {source.sha256})" for source in UPSTREAM_SOURCES)
+        )
+    modfile.write_text(text)
+    return modfile, mode
+
+
 def build(log: Path) -> Path:
-    """Build every missing binary; returns the directory holding them all."""
+    """Build every missing binary; returns a directory holding them all (links to each module's build)."""
     target = bin_dir()
-    missing = [binary for binary in BINARIES if not (target / binary.name).exists()]
-    if not missing:
-        return target
-    go = go_command()
+    missing = [binary for binary in BINARIES if not (module_cache(binary.module) / "bin" / binary.name).exists()]
+    if missing:
+        _build(missing, log)
     target.mkdir(parents=True, exist_ok=True)
+    for binary in BINARIES:
+        link = target / binary.name
+        link.unlink(missing_ok=True)
+        link.symlink_to(module_cache(binary.module) / "bin" / binary.name)
+    return target
+
+
+def _build(missing: list[Binary], log: Path) -> None:
+    go = go_command()
     env = {
         **os.environ,
         "CGO_ENABLED": "0",
@@ -98,13 +229,28 @@ def build(log: Path) -> Path:
     }
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("a") as out:
+        modfiles = {
+            module: staged_modfile(go, module, env, out)
+            for module in STAGED_MODULES
+            if any(binary.module == module for binary in missing)
+        }
         for binary in missing:
             started = time.monotonic()
             print(f"  building {binary.name} ({binary.package}) ...", file=sys.stderr, flush=True)
+            target = module_cache(binary.module) / "bin"
+            target.mkdir(parents=True, exist_ok=True)
             partial = target / f".{binary.name}.partial"
             command = [go, "build", "-trimpath", "-ldflags", f"-s -w {binary.ldflags}".strip(), "-o", str(partial)]
+            flags = env["GOFLAGS"]
+            if binary.module in modfiles:
+                modfile, flags = modfiles[binary.module]
+                command.append(f"-modfile={modfile}")
             result = subprocess.run(
-                [*command, binary.package], cwd=TOOLS / binary.module, env=env, stdout=out, stderr=out
+                [*command, binary.package],
+                cwd=TOOLS / binary.module,
+                env={**env, "CGO_ENABLED": "1" if binary.cgo else "0", "GOFLAGS": flags},
+                stdout=out,
+                stderr=out,
             )
             if result.returncode != 0:
                 raise RigError(f"go build {binary.package} failed (exit {result.returncode}); see {log}")

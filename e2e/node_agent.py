@@ -2,23 +2,26 @@
 
 - kubelet: a new node registers its extended resources as 0 until a device plugin reports them, so the
   agent zeroes them, then marks the node for KWOK (which plays the kubelet's status from then on).
-- HAMi device plugin + mock device plugin (HAMi pools) or the NVIDIA device plugin (nodes its nodeSelector
-  admits: exclusive and time-sliced pools): once the node is Ready, register what `e2e.device_plugins`
-  derives from the release values and the GPU.
+- HAMi pools: once the node is Ready, start its rig-gpu-node (`start_hami_node`): a kubelet stand-in that
+  speaks the device-plugin gRPC API, a stand-in for HAMi's own device plugin, and the real mock device
+  plugin, which register through it.
+- The NVIDIA device plugin (nodes its nodeSelector admits: exclusive and time-sliced pools): once the node is
+  Ready, register what `e2e.device_plugins` derives from the release's values and the GPU.
 A pool listed in `unplugged_pools` gets no device plugin: the ResourceNotRegistered failure.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from e2e.api import Api, ApiError
-from e2e.device_plugins import REGISTER_ANNOTATION, HamiDeviceConfig, NvidiaPluginConfig, register
+from e2e.device_plugins import NvidiaPluginConfig
 from e2e.errors import RigError
 from e2e.rig import KUBELET_STARTED
 from gpushare import names
-from gpushare.catalog import Catalog
+from gpushare.catalog import Catalog, InstanceType
 
 KWOK_NODE_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
 NVIDIA_REGISTERED_ANNOTATION = "rig.gpushare.io/nvidia-device-plugin"
@@ -30,13 +33,22 @@ def _ready(node: dict[str, Any]) -> bool:
 
 
 class NodeAgent(threading.Thread):
-    def __init__(self, api: Api, catalog: Catalog, hami: HamiDeviceConfig, nvidia: NvidiaPluginConfig | None) -> None:
+    def __init__(
+        self,
+        api: Api,
+        catalog: Catalog,
+        zeroed: tuple[str, ...],
+        start_hami_node: Callable[[str, InstanceType], None],
+        nvidia: NvidiaPluginConfig | None,
+    ) -> None:
         super().__init__(name="node-agent", daemon=True)
         self.api = api
         self.catalog = catalog
-        self.hami = hami
+        self.zeroed = zeroed
+        self.start_hami_node = start_hami_node
         self.nvidia = nvidia
         self.unplugged_pools: set[str] = set()
+        self.hami_nodes: set[str] = set()
         self.failure: Exception | None = None
         self._stop_requested = threading.Event()
 
@@ -47,7 +59,10 @@ class NodeAgent(threading.Thread):
     def run(self) -> None:
         while not self._stop_requested.wait(0.5):
             try:
-                for node in self.api.items("/api/v1/nodes"):
+                nodes = self.api.items("/api/v1/nodes")
+                # A deleted node's rig-gpu-node exits by itself; forget it.
+                self.hami_nodes &= {node["metadata"]["name"] for node in nodes}
+                for node in nodes:
                     self._tend(node)
             except ApiError as error:
                 if error.status != 409 and error.status != 404:  # node changed or went meanwhile: next round
@@ -72,18 +87,16 @@ class NodeAgent(threading.Thread):
         name = metadata["name"]
         labels = metadata.get("labels", {})
         if KUBELET_STARTED[0] not in annotations:
-            self._patch_status(name, dict.fromkeys([*self.hami.resource_names, names.GPU_SHARED], 0))
+            self._patch_status(name, dict.fromkeys(self.zeroed, 0))
             self._annotate(name, {KUBELET_STARTED[0]: KUBELET_STARTED[1]})
             return
         if not _ready(node) or labels.get(names.POOL_LABEL) in self.unplugged_pools:
             return
         sharing = labels.get(names.SHARING_LABEL)
         itype = self.catalog.instance_type(labels["node.kubernetes.io/instance-type"])
-        if sharing == names.SHARING_HAMI and REGISTER_ANNOTATION not in annotations:
-            model = self.catalog.gpu_model_of(itype)
-            registration = register(self.hami, name, itype.gpu_count, model.nvml_memory_mib, f"NVIDIA {model.name}")
-            self._patch_status(name, registration.resources)
-            self._annotate(name, registration.annotations)
+        if sharing == names.SHARING_HAMI and name not in self.hami_nodes:
+            self.hami_nodes.add(name)
+            self.start_hami_node(name, itype)
         elif (
             self.nvidia is not None and self.nvidia.runs_on(labels) and NVIDIA_REGISTERED_ANNOTATION not in annotations
         ):

@@ -16,8 +16,9 @@ from typing import Any
 import yaml
 
 from e2e.errors import RigError
+from e2e.hami_chart import HamiRelease
 from e2e.rig import KARPENTER_METRICS_PORT, PROMETHEUS_PORT
-from e2e.stack import ROOT, load_plan, write_plan
+from e2e.stack import variant_plan
 
 RIG_STACK = "rig"
 NOT_INITIALIZED_ALERT = "GpuNodeClaimNotInitialized"
@@ -25,17 +26,30 @@ NOT_INITIALIZED_ALERT = "GpuNodeClaimNotInitialized"
 
 def rules_from_the_stack(work: Path) -> dict[str, Any]:
     """The prod stack's PrometheusRule groups, planned with a one-minute NodeClaim threshold."""
-    stack_file = yaml.safe_load((ROOT / "Pulumi.prod.yaml").read_text())
-    monitoring = stack_file["config"].setdefault("gpushare:monitoring", {})
-    monitoring.setdefault("alerts", {})["nodeClaimNotInitializedMinutes"] = 1
-    copy = work / f"Pulumi.{RIG_STACK}.yaml"
-    copy.write_text(yaml.safe_dump(stack_file))
-    plan = load_plan(RIG_STACK, write_plan(RIG_STACK, work / "plans", copy))
-    [rule] = plan.of_kind("PrometheusRule")
+
+    def one_minute(config: dict[str, Any]) -> None:
+        monitoring = config.setdefault("gpushare:monitoring", {})
+        monitoring.setdefault("alerts", {})["nodeClaimNotInitializedMinutes"] = 1
+
+    [rule] = variant_plan("prod", RIG_STACK, work, one_minute).of_kind("PrometheusRule")
     return {"groups": rule["spec"]["groups"]}
 
 
-def write_config(work: Path) -> Path:
+def hami_scrape(work: Path, release: HamiRelease) -> dict[str, Any]:
+    """A static scrape of HAMi's scheduler as the stack's ServiceMonitor reaches it: the Service port it names,
+    mapped to the container port the chart's Service targets, its path, and the Service's name as `job` (what
+    the Prometheus operator sets, and what the stack's HAMi alerts select)."""
+    plan = variant_plan("prod", "rig-monitors", work, lambda _config: None)
+    [monitor] = [m for m in plan.of_kind("ServiceMonitor") if m["metadata"]["name"] == "hami-scheduler"]
+    [endpoint] = monitor["spec"]["endpoints"]
+    return {
+        "job_name": f"{release.fullname}-scheduler",
+        "metrics_path": endpoint.get("path", "/metrics"),
+        "static_configs": [{"targets": [f"127.0.0.1:{release.service_target_port(endpoint['port'])}"]}],
+    }
+
+
+def write_config(work: Path, release: HamiRelease) -> Path:
     rules = work / "rules.yaml"
     rules.write_text(yaml.safe_dump(rules_from_the_stack(work)))
     config = work / "prometheus.yaml"
@@ -45,7 +59,8 @@ def write_config(work: Path) -> Path:
                 "global": {"scrape_interval": "5s", "evaluation_interval": "5s"},
                 "rule_files": [str(rules)],
                 "scrape_configs": [
-                    {"job_name": "karpenter", "static_configs": [{"targets": [f"127.0.0.1:{KARPENTER_METRICS_PORT}"]}]}
+                    {"job_name": "karpenter", "static_configs": [{"targets": [f"127.0.0.1:{KARPENTER_METRICS_PORT}"]}]},
+                    hami_scrape(work, release),
                 ],
             }
         )
@@ -66,13 +81,22 @@ def alerts(name: str) -> list[dict[str, Any]]:
     return [alert for alert in _get("/api/v1/alerts")["alerts"] if alert["labels"].get("alertname") == name]
 
 
-def scraping_karpenter() -> bool:
-    """Prometheus is up and has scraped Karpenter successfully at least once."""
+def scraping(job: str) -> bool:
+    """Prometheus is up and has scraped `job` successfully at least once."""
     try:
-        result = _get("/api/v1/query?query=up%7Bjob%3D%22karpenter%22%7D")["result"]
+        result = query(f'up{{job="{job}"}}')
     except RigError:
         return False
     return bool(result) and result[0]["value"][1] == "1"
+
+
+def scraping_karpenter() -> bool:
+    return scraping("karpenter")
+
+
+def query(expression: str) -> list[dict[str, Any]]:
+    """An instant query's result vector."""
+    return _get(f"/api/v1/query?query={urllib.parse.quote(expression)}")["result"]
 
 
 def allowed_disruptions(nodepool: str) -> list[str]:

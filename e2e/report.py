@@ -40,6 +40,8 @@ UPSTREAM_MODULES = (
     "sigs.k8s.io/kwok",
     "github.com/aws/karpenter-provider-aws",
     "github.com/prometheus/prometheus",
+    "github.com/Project-HAMi/HAMi",
+    "github.com/HAMi/mock-device-plugin",
 )
 
 

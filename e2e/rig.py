@@ -16,8 +16,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import yaml
+
 from e2e.api import Api
 from e2e.errors import RigError
+from e2e.hami_chart import HamiRelease
 
 TOKEN = "gpushare-e2e-admin"
 API_PORT = 6443
@@ -30,6 +33,8 @@ SERVICE_CIDR = "10.96.0.0/16"
 PROMETHEUS_PORT = 9090
 # Karpenter's default --metrics-port, which its chart's Service exposes as `http-metrics`.
 KARPENTER_METRICS_PORT = 8080
+# The HAMi release's kube-scheduler runs beside the rig's default one: its own secure port (a Pod has its own).
+HAMI_KUBE_SCHEDULER_PORT = 10260
 
 
 def wait_for(what: str, condition: Callable[[], bool], timeout_s: float, interval_s: float = 0.5) -> float:
@@ -199,6 +204,61 @@ class Rig:
                 f"--web.listen-address=127.0.0.1:{PROMETHEUS_PORT}",
             ],
         )
+
+    def start_gpu_node(self, node: str, args: list[str]) -> None:
+        """rig-gpu-node for one fake HAMi GPU node (kubelet stand-in, HAMi device plugin stand-in, and the real
+        mock device plugin as its child) in a private mount namespace: a tmpfs over /var/lib gives each node
+        its own /var/lib/kubelet/device-plugins, the fixed path where the mock finds the kubelet's socket."""
+        private = 'mount -t tmpfs rig-node /var/lib && mkdir -p /var/lib/kubelet/device-plugins && exec "$@"'
+        command = ["unshare", "--mount", "--propagation", "private", "sh", "-c", private, "sh"]
+        self._start(f"gpu-node-{node}", [*command, self.binary("rig-gpu-node"), *args])
+
+    @property
+    def hami_dir(self) -> Path:
+        return self.work_dir / "hami"
+
+    def _webhook_certificate(self) -> tuple[Path, Path]:
+        """A serving certificate for 127.0.0.1, where the chart's cert-gen job makes one for its Service."""
+        cert, key = self.hami_dir / "tls.crt", self.hami_dir / "tls.key"
+        subject = ["-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"]
+        request = ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"]
+        subprocess.run(
+            [*request, "-keyout", str(key), "-out", str(cert), *subject],
+            check=True,
+            capture_output=True,
+        )
+        return cert, key
+
+    def start_hami(self, release: HamiRelease) -> Path:
+        """HAMi's scheduler extender (filter, bind, webhook, metrics) and the release's kube-scheduler, with the
+        flags, device config and scheduler configuration the chart renders; returns the webhook's certificate.
+
+        Rig additions, because they run as processes, not in a Pod: files take paths in the rig's work dir,
+        both get the rig's kubeconfig (a Pod uses its ServiceAccount), and the kube-scheduler serves on its
+        own port beside the rig's default scheduler."""
+        self.hami_dir.mkdir(parents=True, exist_ok=True)
+        device_config = self.hami_dir / "device-config.yaml"
+        device_config.write_text(yaml.safe_dump(release.device_config()))
+        cert, key = self._webhook_certificate()
+        env = {"KUBECONFIG": str(self.kubeconfig)}
+        if release.node_lock_expire:
+            env["HAMI_NODELOCK_EXPIRE"] = release.node_lock_expire
+        extender = release.extender_args(str(device_config), str(cert), str(key))
+        self._start("hami-scheduler", [self.binary("hami-scheduler"), *extender], env=env)
+        configuration = release.scheduler_configuration()
+        configuration["clientConnection"] = {"kubeconfig": str(self.kubeconfig)}
+        config_file = self.hami_dir / "kube-scheduler.yaml"
+        config_file.write_text(yaml.safe_dump(configuration))
+        self._start(
+            "hami-kube-scheduler",
+            [
+                self.binary("kube-scheduler"),
+                *release.kube_scheduler_args(str(config_file)),
+                "--bind-address=127.0.0.1",
+                f"--secure-port={HAMI_KUBE_SCHEDULER_PORT}",
+            ],
+        )
+        return cert
 
     def stop_process(self, name: str) -> None:
         process = self.processes.pop(name, None)

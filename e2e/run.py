@@ -6,13 +6,16 @@ Run by `python -m e2e` under `unshare --net`; not meant to be started by hand.
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import shutil
 import signal
+import ssl
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,8 +23,9 @@ from types import FrameType
 
 from e2e import prometheus, report
 from e2e.api import ApiError
-from e2e.device_plugins import HamiDeviceConfig, NvidiaPluginConfig
+from e2e.device_plugins import NvidiaPluginConfig
 from e2e.errors import RigError
+from e2e.hami_chart import HamiRelease
 from e2e.instance_types import kwok_instance_types
 from e2e.kubectl import Kubectl, KubectlError
 from e2e.node_agent import NodeAgent
@@ -49,7 +53,7 @@ from e2e.simulate import load_workload, simulate
 from e2e.simulate import table as simulation_table
 from e2e.stack import ROOT, load_plan, node_overlay_gate, write_plan
 from gpushare import names
-from gpushare.catalog import load_catalog
+from gpushare.catalog import InstanceType, load_catalog
 
 REPORT_DIR = ROOT / "build" / "e2e"
 RUNNING_STACK = "dev"
@@ -123,10 +127,17 @@ def run(args: argparse.Namespace) -> int:
         kubectl = Kubectl(Path(rig.binary("kubectl")), rig.kubeconfig)
         _apply_crds(rig, kubectl)
         wait_for("the default ServiceAccount", lambda: _has_default_sa(kubectl), 60)
-        hami = HamiDeviceConfig.from_values(plans[running_stack].helm_values["hami"])
+        hami = HamiRelease.from_values(plans[running_stack].helm_values[names.HAMI_RELEASE])
         nvidia_values = plans[running_stack].helm_values.get(names.NVIDIA_PLUGIN_RELEASE)
         nvidia = NvidiaPluginConfig.from_values(nvidia_values) if nvidia_values is not None else None
-        agent = NodeAgent(rig.api, catalog, hami, nvidia)
+        print(
+            "e2e: starting HAMi's scheduler extender and webhook, and its kube-scheduler", file=sys.stderr, flush=True
+        )
+        _start_hami(rig, kubectl, hami)
+        zeroed = (*hami.resource_names, names.GPU_SHARED)
+        agent = NodeAgent(
+            rig.api, catalog, zeroed, lambda node, itype: _start_hami_node(rig, hami, node, itype), nvidia
+        )
         ctx = Context(rig.log_dir, rig.api, kubectl, catalog, plans, agent, hami, datetime.now(UTC))
         for name in [n for n in BEFORE_STACK if n in selected]:
             results.append(_run_one(name, ctx))
@@ -144,8 +155,10 @@ def run(args: argparse.Namespace) -> int:
             rig.start_karpenter(instance_types, gate)
             ctx.restart_karpenter = lambda gate_text: _restart_karpenter(rig, instance_types, gate_text)
             ctx.stack_gate = gate
-            rig.start_prometheus(prometheus.write_config(work))
+            rig.start_prometheus(prometheus.write_config(work, hami))
             wait_for("Prometheus scraping Karpenter", prometheus.scraping_karpenter, 90, interval_s=1)
+            hami_job = f"{hami.fullname}-scheduler"
+            wait_for("Prometheus scraping HAMi's scheduler", lambda: prometheus.scraping(hami_job), 90, interval_s=1)
             agent.start()
             if workload:
                 print(f"e2e: simulating {args.simulate} on the {running_stack} stack", file=sys.stderr, flush=True)
@@ -159,15 +172,14 @@ def run(args: argparse.Namespace) -> int:
         return 130
     except (RigError, KubectlError, ApiError) as error:
         print(f"e2e: {error}", file=sys.stderr)
-        _keep_logs(rig)
         return 2
     finally:
         if agent is not None and agent.is_alive():
             agent.stop()
         rig.stop()
-        if not all(result.passed for result in results):
-            _keep_logs(rig)
-        # Logs worth keeping are in build/e2e/logs by now; the data directories (etcd, TSDB) go.
+        # Every process's log is evidence (which GPU HAMi chose, why a pod stayed pending): kept each run in
+        # build/e2e/logs; the data directories (etcd, TSDB) go.
+        _keep_logs(rig)
         shutil.rmtree(work, ignore_errors=True)
     elapsed = time.monotonic() - started
     if simulation is not None:
@@ -178,6 +190,49 @@ def run(args: argparse.Namespace) -> int:
     report.write(REPORT_DIR, results, elapsed)
     print(report.table(results, elapsed))
     return 0 if all(result.passed for result in results) else 1
+
+
+def _start_hami(rig: Rig, kubectl: Kubectl, release: HamiRelease) -> None:
+    """HAMi's scheduler and its kube-scheduler as the release renders them, and its MutatingWebhookConfiguration,
+    which reaches the extender on loopback (the chart names its Service: the rig has no Service routing)."""
+    cert = rig.start_hami(release)
+    url = f"https://127.0.0.1:{release.extender_port}/webhook"
+    kubectl.apply([release.mutating_webhook(url, base64.b64encode(cert.read_bytes()).decode())])
+    wait_for("HAMi's scheduler extender serving", lambda: _serving(rig, release), 90)
+
+
+def _serving(rig: Rig, release: HamiRelease) -> bool:
+    if not rig.alive("hami-scheduler"):
+        raise RigError(f"hami-scheduler exited; see {rig.log_dir / 'hami-scheduler.log'}")
+    tls = ssl.create_default_context()
+    tls.check_hostname = False
+    tls.verify_mode = ssl.CERT_NONE
+    scheme = "https" if release.webhook_enabled else "http"
+    try:
+        with urllib.request.urlopen(f"{scheme}://127.0.0.1:{release.extender_port}/healthz", context=tls, timeout=5):
+            return True
+    except OSError:
+        return False
+
+
+def _start_hami_node(rig: Rig, release: HamiRelease, node: str, itype: InstanceType) -> None:
+    """rig-gpu-node for a HAMi pool's node: its GPUs as NVML would report them, the release's device config (the
+    one the chart mounts into HAMi's device plugin and the mock), and the real mock device plugin."""
+    model = load_catalog().gpu_model_of(itype)
+    config = rig.hami_dir / "device-config.yaml"
+    rig.start_gpu_node(
+        node,
+        [
+            f"--node={node}",
+            f"--kubeconfig={rig.kubeconfig}",
+            f"--device-config={config}",
+            f"--gpus={itype.gpu_count}",
+            f"--gpu-memory-mib={model.nvml_memory_mib}",
+            f"--gpu-name=NVIDIA {model.name}",
+            f"--mock={rig.binary('mock-device-plugin')}",
+            f"--mock-device-config={config}",
+        ],
+    )
 
 
 def _has_default_sa(kubectl: Kubectl) -> bool:
@@ -208,7 +263,6 @@ def _keep_logs(rig: Rig) -> None:
     shutil.rmtree(target, ignore_errors=True)
     if rig.log_dir.exists():
         shutil.copytree(rig.log_dir, target)
-        print(f"e2e: process logs kept in {target}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -21,8 +21,8 @@ import yaml
 
 from e2e import prometheus
 from e2e.api import Api, ApiError
-from e2e.device_plugins import HamiDeviceConfig
 from e2e.errors import RigError
+from e2e.hami_chart import HamiRelease
 from e2e.kubectl import Kubectl, KubectlError
 from e2e.node_agent import NodeAgent
 from e2e.rig import wait_for
@@ -59,7 +59,7 @@ class Context:
     catalog: Catalog
     plans: dict[str, Plan]
     agent: NodeAgent
-    hami: HamiDeviceConfig
+    hami: HamiRelease
     # When the rig started (UTC): the rig's scheduled disruption budgets are computed from it.
     started: datetime
     # Set once Karpenter runs: restart it with another NodeOverlay gate text, and the stack's own.
@@ -210,6 +210,35 @@ def gpu_deployment(
     }
 
 
+# What HAMi's scheduler writes on a pod it placed (pkg/util/types.go), and its device plugin's bind phase.
+HAMI_NODE = "hami.io/vgpu-node"
+HAMI_DEVICES = "hami.io/vgpu-devices-allocated"
+HAMI_BIND_PHASE = "hami.io/bind-phase"
+
+
+def gpus_of(pod: dict[str, Any]) -> list[str]:
+    """The GPU UUIDs HAMi allocated to the pod's containers (`UUID,type,mem,cores:` per device, `;` per
+    container)."""
+    text = pod["metadata"].get("annotations", {}).get(HAMI_DEVICES, "")
+    return [device.split(",")[0] for container in text.split(";") for device in container.split(":") if device]
+
+
+def placed_by_hami(ctx: Context, pods: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """Node -> GPUs HAMi gave the pods on it; ScenarioFailure unless HAMi's webhook handed every pod to its
+    scheduler, which chose the node the pod runs on and GPUs there, and its device plugin completed the bind."""
+    placement: dict[str, list[str]] = {}
+    for pod in pods:
+        name, annotations = pod["metadata"]["name"], pod["metadata"].get("annotations", {})
+        if pod["spec"].get("schedulerName") != ctx.hami.scheduler_name:
+            raise ScenarioFailure(f"pod {name} has schedulerName {pod['spec'].get('schedulerName')}, not HAMi's")
+        node = pod["spec"].get("nodeName")
+        if annotations.get(HAMI_NODE) != node or not gpus_of(pod) or annotations.get(HAMI_BIND_PHASE) != "success":
+            seen = {key: annotations.get(key) for key in (HAMI_NODE, HAMI_DEVICES, HAMI_BIND_PHASE)}
+            raise ScenarioFailure(f"pod {name} on {node} lacks HAMi's completed placement: {seen}")
+        placement.setdefault(node, []).extend(gpus_of(pod))
+    return placement
+
+
 def _pods(ctx: Context, namespace: str, app: str) -> list[dict[str, Any]]:
     return ctx.api.items(f"/api/v1/namespaces/{namespace}/pods?labelSelector=app%3D{app}")
 
@@ -272,6 +301,7 @@ def seed_scale_up(ctx: Context, stack: str, team: str) -> Result:
     )
     claims = nodeclaims(ctx)
     by_type = nodes_by_type(ctx)
+    placement = placed_by_hami(ctx, _running(_pods(ctx, team, "gpu-inference")))
     [quota] = ctx.api.items(f"/api/v1/namespaces/{team}/resourcequotas")
     used = quota["status"].get("used", {})
     expected = {
@@ -293,13 +323,15 @@ def seed_scale_up(ctx: Context, stack: str, team: str) -> Result:
         "usd_per_hour": usd_per_hour(ctx, by_type),
         "quota_used": {key: used[key] for key in expected},
         "alert_silent_for_s": silent_s,
+        "hami_placement": placement,
     }
     consolidated = _remove_and_wait_empty(ctx, deployment)
     figures["seconds_to_consolidated"] = round(consolidated, 1)
     return Result(
         "seed-scale-up",
         True,
-        f"3 pods Running in {seconds:.0f} s on {by_type} (${figures['usd_per_hour']}/h), quota counts them, "
+        f"3 pods Running in {seconds:.0f} s on {by_type} (${figures['usd_per_hour']}/h), placed by HAMi on "
+        f"{sum(map(len, placement.values()))} vGPUs of {len(placement)} nodes, quota counts them, "
         f"{prometheus.NOT_INITIALIZED_ALERT} silent; consolidated {consolidated:.0f} s after scale-down",
         figures,
         ["consolidateAfter shortened to the rig's value for observability (the stack says otherwise)"],

@@ -16,8 +16,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from e2e.device_plugins import HamiDeviceConfig
 from e2e.errors import RigError
+from e2e.hami_chart import HamiRelease
 from e2e.instance_types import PODS_PER_NODE
 from e2e.packing import NodeType, PodShape, best_packing
 from e2e.scenarios import Context, gpu_deployment, nodeclaims, nodes_by_type, usd_per_hour
@@ -112,7 +112,7 @@ def _millis(quantity: str) -> int:
     return int(quantity[:-1]) if quantity.endswith("m") else int(quantity) * 1000
 
 
-def node_types(catalog: Catalog, types: list[str], hami: HamiDeviceConfig) -> list[NodeType]:
+def node_types(catalog: Catalog, types: list[str], hami: HamiRelease) -> list[NodeType]:
     """The pool's instance types as the rig's nodes offer them: kwok's allocatable, GPUs as HAMi slices them."""
     kinds = []
     for name in types:
@@ -134,7 +134,7 @@ def node_types(catalog: Catalog, types: list[str], hami: HamiDeviceConfig) -> li
 
 
 def packing_bound(
-    catalog: Catalog, pool_types: dict[str, list[str]], workload: Workload, hami: HamiDeviceConfig
+    catalog: Catalog, pool_types: dict[str, list[str]], workload: Workload, hami: HamiRelease
 ) -> dict[str, Any]:
     """The cheapest per-GPU packing of each pool's pods (e2e.packing), summed over the pools."""
     usd, by_type = 0.0, {}

@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -83,6 +84,16 @@ def write_plan(stack: str, out: Path, stack_file: Path | None = None) -> Path:
     if result.returncode not in (0, 1):
         raise RigError(f"offline plan of {stack} failed (exit {result.returncode}): {result.stderr.strip()}")
     return out / stack
+
+
+def variant_plan(stack: str, name: str, work: Path, edit: Callable[[dict[str, Any]], None]) -> Plan:
+    """The offline plan of a copy of Pulumi.<stack>.yaml whose `config` map `edit` changed (a scenario's stack
+    variant, rendered by the real program rather than patched object by object)."""
+    stack_file = yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text())
+    edit(stack_file["config"])
+    copy_file = work / f"Pulumi.{name}.yaml"
+    copy_file.write_text(yaml.safe_dump(stack_file))
+    return load_plan(name, write_plan(name, work / "plans", copy_file))
 
 
 def load_plan(stack: str, plan_dir: Path) -> Plan:

@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+import yaml
 from croniter import croniter
 
 from e2e.build import BINARIES, TOOLS, pin_hash
-from e2e.device_plugins import REGISTER_ANNOTATION, HamiDeviceConfig, NvidiaPluginConfig, register
+from e2e.device_plugins import NvidiaPluginConfig
+from e2e.hami_chart import HamiRelease
 from e2e.instance_types import ZONES, kwok_instance_types
 from e2e.report import UPSTREAM_MODULES, versions
 from e2e.stack import (
     KWOK_NODE_CLASS,
     RIG_CONSOLIDATE_AFTER,
+    ROOT,
     Plan,
     budget_duration,
     daily_window,
@@ -24,10 +26,10 @@ from e2e.stack import (
     node_overlay_gate,
     write_plan,
 )
+from gpushare import names
 from gpushare.capacity import pool_plans
 from gpushare.catalog import load_catalog
 from gpushare.config import StackConfig
-from gpushare.hami import SharingProfile, node_capacity
 from gpushare.render.hami import nvidia_device_plugin_values
 from gpushare.render.karpenter import pool_labels
 
@@ -60,39 +62,80 @@ def test_gpu_labels_ride_on_the_offerings() -> None:
     assert labels["karpenter.k8s.aws/instance-family"] == "g5"
 
 
-@pytest.mark.parametrize(
-    ("values", "gpus", "nvml", "expected"),
-    [
-        ({}, 1, 23028, {"nvidia.com/gpu": 10, "nvidia.com/gpumem": 23028, "nvidia.com/gpucores": 100}),
-        (
-            {"devicePlugin": {"deviceSplitCount": 4, "deviceMemoryScaling": 0.5, "deviceCoreScaling": 0.5}},
-            4,
-            15360,
-            {"nvidia.com/gpu": 16, "nvidia.com/gpumem": 4 * 7680, "nvidia.com/gpucores": 200},
-        ),
-    ],
-)
-def test_registration_follows_the_plugins(values: dict, gpus: int, nvml: int, expected: dict[str, int]) -> None:
-    registration = register(HamiDeviceConfig.from_values(values), "node-a", gpus, nvml, "NVIDIA A10G")
-    assert {key: registration.resources[key] for key in expected} == expected
-    assert registration.resources["nvidia.com/gpumem-percentage"] == 100 * gpus
-    devices = json.loads(registration.annotations[REGISTER_ANNOTATION])
-    assert [device["index"] for device in devices] == list(range(gpus))
-    assert len({device["id"] for device in devices}) == gpus
+def _release(stack: str) -> HamiRelease:
+    return HamiRelease.from_values(load_plan(stack, PLANS[stack]).helm_values[names.HAMI_RELEASE])
 
 
-def test_renamed_resources_are_registered_under_the_values_names() -> None:
-    config = HamiDeviceConfig.from_values({"resourceName": "example.com/vgpu", "resourceMem": "example.com/mem"})
-    assert set(register(config, "n", 1, 15360, "T4").resources) >= {"example.com/vgpu", "example.com/mem"}
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_the_device_config_carries_the_stacks_sharing_profile(_plans: None, stack: str) -> None:
+    """HAMi's scheduler, its device plugin stand-in and the real mock read the device ConfigMap the chart renders
+    from the release values: the stack's profile, not the chart's defaults."""
+    profile = yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text())["config"]["gpushare:hami"]["profile"]
+    nvidia = _release(stack).device_config()["nvidia"]
+    assert {key: nvidia[key] for key in ("deviceSplitCount", "deviceMemoryScaling", "deviceCoreScaling")} == {
+        key: profile[key] for key in ("deviceSplitCount", "deviceMemoryScaling", "deviceCoreScaling")
+    }
+    assert nvidia["resourceCountName"] == names.GPU
+    assert nvidia["resourceMemoryName"] == names.GPU_MEMORY
+    assert nvidia["memoryFactor"] == 1
 
 
-@pytest.mark.parametrize("itype", ["g4dn.xlarge", "g5.12xlarge", "g6e.xlarge"])
-def test_stand_in_and_the_stack_model_agree_at_the_default_profile(itype: str) -> None:
-    """The overlays come from gpushare.hami; the stand-in from the plugins' rules: the rig compares them."""
-    instance = CATALOG.instance_type(itype)
-    model = CATALOG.gpu_model_of(instance)
-    registered = register(HamiDeviceConfig.from_values({}), "n", instance.gpu_count, model.nvml_memory_mib, "x")
-    assert registered.resources == node_capacity(CATALOG, instance, SharingProfile()).resources()
+def test_values_override_chart_defaults_as_helm_merges_them() -> None:
+    release = HamiRelease.from_values(
+        {
+            "schedulerName": "vgpu",
+            "resourceMem": "example.com/mem",
+            "devicePlugin": {"deviceSplitCount": 4},
+            "scheduler": {"admissionWebhook": {"enabled": False}, "nodeLockExpire": None},
+        }
+    )
+    assert release.device_config()["nvidia"]["deviceSplitCount"] == 4
+    assert release.device_config()["nvidia"]["deviceMemoryScaling"] == 1
+    assert release.node_lock_expire == ""
+    configuration = release.scheduler_configuration()
+    assert configuration["profiles"] == [{"schedulerName": "vgpu"}]
+    [extender] = configuration["extenders"]
+    assert extender["urlPrefix"] == "http://127.0.0.1:80"
+    assert {"name": "example.com/mem", "ignoredByScheduler": True} in extender["managedResources"]
+    assert "--http_bind=0.0.0.0:80" in release.extender_args("d", "c", "k")
+    assert not any(arg.startswith("--cert_file") for arg in release.extender_args("d", "c", "k"))
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_the_scheduler_runs_as_the_release_renders_it(_plans: None, stack: str) -> None:
+    release = _release(stack)
+    args = release.extender_args("/d.yaml", "/t.crt", "/t.key")
+    assert "--scheduler-name=hami-scheduler" in args
+    assert "--device-config-file=/d.yaml" in args
+    assert "--http_bind=0.0.0.0:443" in args
+    assert "--cert_file=/t.crt" in args
+    values = load_plan(stack, PLANS[stack]).helm_values[names.HAMI_RELEASE]
+    policy = values["scheduler"]["defaultSchedulerPolicy"]
+    assert f"--node-scheduler-policy={policy['nodeSchedulerPolicy']}" in args
+    assert f"--gpu-scheduler-policy={policy['gpuSchedulerPolicy']}" in args
+    [extender] = release.scheduler_configuration()["extenders"]
+    assert (extender["urlPrefix"], extender["nodeCacheCapable"], extender["filterVerb"], extender["bindVerb"]) == (
+        "https://127.0.0.1:443",
+        True,
+        "filter",
+        "bind",
+    )
+    managed = {entry["name"] for entry in extender["managedResources"] if entry["ignoredByScheduler"]}
+    assert managed >= {names.GPU, names.GPU_MEMORY, names.GPU_CORES, names.GPU_MEMORY_PERCENTAGE}
+    assert "--config=/c.yaml" in release.kube_scheduler_args("/c.yaml")
+
+
+def test_the_webhook_skips_what_the_stack_labels_ignore() -> None:
+    webhook = HamiRelease.from_values({"scheduler": {"admissionWebhook": {"whitelistNamespaces": ["batch"]}}})
+    [hook] = webhook.mutating_webhook("https://127.0.0.1:443/webhook", "Q0E=")["webhooks"]
+    ignore = {"key": names.HAMI_WEBHOOK_IGNORE[0], "operator": "NotIn", "values": [names.HAMI_WEBHOOK_IGNORE[1]]}
+    assert hook["objectSelector"]["matchExpressions"] == [ignore]
+    assert hook["namespaceSelector"]["matchExpressions"] == [
+        ignore,
+        {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["batch"]},
+    ]
+    assert hook["failurePolicy"] == "Ignore"
+    assert hook["rules"][0]["operations"] == ["CREATE"]
 
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])
