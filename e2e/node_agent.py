@@ -24,6 +24,9 @@ from gpushare import names
 from gpushare.catalog import Catalog, InstanceType
 
 KWOK_NODE_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
+# Nodes a scenario creates itself for another stack than the running one carry that stack's name: their device
+# plugins read that stack's HAMi device config.
+RIG_STACK_LABEL = "rig.gpushare.io/stack"
 NVIDIA_REGISTERED_ANNOTATION = "rig.gpushare.io/nvidia-device-plugin"
 
 
@@ -38,7 +41,7 @@ class NodeAgent(threading.Thread):
         api: Api,
         catalog: Catalog,
         zeroed: tuple[str, ...],
-        start_hami_node: Callable[[str, InstanceType], None],
+        start_hami_node: Callable[[str, InstanceType, dict[str, str]], None],
         nvidia: NvidiaPluginConfig | None,
     ) -> None:
         super().__init__(name="node-agent", daemon=True)
@@ -96,7 +99,7 @@ class NodeAgent(threading.Thread):
         itype = self.catalog.instance_type(labels["node.kubernetes.io/instance-type"])
         if sharing == names.SHARING_HAMI and name not in self.hami_nodes:
             self.hami_nodes.add(name)
-            self.start_hami_node(name, itype)
+            self.start_hami_node(name, itype, labels)
         elif (
             self.nvidia is not None and self.nvidia.runs_on(labels) and NVIDIA_REGISTERED_ANNOTATION not in annotations
         ):

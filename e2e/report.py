@@ -13,23 +13,33 @@ from e2e.scenarios import Result
 DEVIATIONS = (
     "NodePools point at a KWOKNodeClass instead of the EC2NodeClass (the kwok provider launches only for its own "
     "node class); the EC2NodeClass itself is applied and validated in the objects scenarios.",
-    "Nodes are KWOK fakes: a kubelet stand-in registers extended resources as 0 on a new node, then KWOK plays the "
-    "kubelet; a device-plugin stand-in registers what the HAMi device plugin + mock device plugin (or the NVIDIA "
-    "device plugin) would, derived from the HAMi release's values and the catalog's NVML memory, never from the "
-    "overlays.",
+    "Nodes are KWOK fakes: the node agent registers extended resources as 0 on a new node, as a kubelet does before "
+    "device plugins report, then KWOK plays the kubelet's status and pods.",
+    "HAMi's device plugin needs NVML and stays a stand-in: rig-gpu-node (e2e/tools/hami/gpunode, on HAMi's own "
+    "packages) writes hami.io/node-nvidia-register with HAMi's encoder from the catalog's NVML memory and the "
+    "release's device config, registers nvidia.com/gpu (GPUs x split) through a kubelet stand-in that speaks the "
+    "device-plugin gRPC API (Registration, ListAndWatch, Allocate) in a private mount namespace per node, and on "
+    "Allocate does HAMi's bookkeeping (devices to allocate, bind phase, node lock released). The real mock device "
+    "plugin registers gpumem, gpucores and gpumem-percentage through the same kubelet stand-in.",
+    "The NVIDIA device plugin (exclusive and time-sliced pools) is a stand-in that derives what the node registers "
+    "from its release's values (the Go module proxy refuses its module).",
+    "HAMi's scheduler and its kube-scheduler run as processes with the flags, device config and "
+    "KubeSchedulerConfiguration chart 2.8.3 renders from the release values; they get the rig's kubeconfig, the "
+    "kube-scheduler its own port, and the MutatingWebhookConfiguration reaches the extender by URL on loopback "
+    "where the chart names its Service (certificate made by the rig, not the chart's cert-gen job).",
     "Instance types come from the catalog (vCPU, memory, GPUs, on-demand prices, GPU labels) in kwok's format, in "
     "three rig zones; kwok does not apply overlays to the launched node as the AWS provider does.",
-    "Helm releases (Karpenter, HAMi, NVIDIA device plugin, monitoring) are not installed: the rig runs Karpenter "
-    "itself, and objects of the monitoring.coreos.com group are skipped (their CRDs come from a chart).",
-    "HAMi's scheduler extender does not run: the Go module proxy refuses github.com/Project-HAMi/HAMi (403), so "
-    "pods are placed by the plain kube-scheduler on the registered extended resources, without per-GPU placement.",
+    "Helm releases (Karpenter, HAMi, NVIDIA device plugin, monitoring) are not installed: the rig runs Karpenter and "
+    "HAMi itself, and objects of the monitoring.coreos.com group are skipped (their CRDs come from a chart).",
     "Karpenter core runs at v1.15.0 (the proxy refuses sigs.k8s.io/karpenter v1.15.1); the CRDs are "
     "karpenter-provider-aws v1.15.1's.",
-    "consolidateAfter is shortened to 15s so consolidation is observable within a run.",
-    "Prometheus runs without the Prometheus operator: the stack's Karpenter ServiceMonitor becomes a static scrape "
-    "of Karpenter's metrics port, and the stack's PrometheusRule groups are loaded as a rules file, rendered with "
-    "nodeClaimNotInitializedMinutes: 1 so the alert can fire within a run. HAMi's scheduler is not scraped (it "
-    "does not run, see above).",
+    "consolidateAfter is shortened to 15s so consolidation is observable within a run, and every scheduled "
+    "disruption budget is moved to a daily window starting 12 h after the rig starts (at most 11 h long), so no "
+    "scenario depends on the hour or weekday; disruption-budget sets windows over and away from now on purpose.",
+    "Prometheus runs without the Prometheus operator: the stack's Karpenter and HAMi-scheduler ServiceMonitors "
+    "become static scrapes (HAMi's through the Service port the monitor names, job = the Service name), and the "
+    "stack's PrometheusRule groups are loaded as a rules file, rendered with nodeClaimNotInitializedMinutes: 1 so "
+    "the alert can fire within a run.",
 )
 
 

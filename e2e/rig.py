@@ -229,16 +229,13 @@ class Rig:
         )
         return cert, key
 
-    def start_hami(self, release: HamiRelease) -> Path:
+    def start_hami(self, release: HamiRelease, device_config: Path) -> Path:
         """HAMi's scheduler extender (filter, bind, webhook, metrics) and the release's kube-scheduler, with the
         flags, device config and scheduler configuration the chart renders; returns the webhook's certificate.
 
         Rig additions, because they run as processes, not in a Pod: files take paths in the rig's work dir,
         both get the rig's kubeconfig (a Pod uses its ServiceAccount), and the kube-scheduler serves on its
         own port beside the rig's default scheduler."""
-        self.hami_dir.mkdir(parents=True, exist_ok=True)
-        device_config = self.hami_dir / "device-config.yaml"
-        device_config.write_text(yaml.safe_dump(release.device_config()))
         cert, key = self._webhook_certificate()
         env = {"KUBECONFIG": str(self.kubeconfig)}
         if release.node_lock_expire:

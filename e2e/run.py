@@ -21,6 +21,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 
+import yaml
+
 from e2e import prometheus, report
 from e2e.api import ApiError
 from e2e.device_plugins import NvidiaPluginConfig
@@ -28,7 +30,7 @@ from e2e.errors import RigError
 from e2e.hami_chart import HamiRelease
 from e2e.instance_types import kwok_instance_types
 from e2e.kubectl import Kubectl, KubectlError
-from e2e.node_agent import NodeAgent
+from e2e.node_agent import RIG_STACK_LABEL, NodeAgent
 from e2e.rig import Rig, wait_for
 from e2e.scenarios import (
     Context,
@@ -39,11 +41,14 @@ from e2e.scenarios import (
     disruption_budget,
     examples_run,
     gate_off,
+    hami_registration,
     install_running_stack,
     no_overlays,
     objects_accepted,
+    priorities,
     quota_refuses,
     resource_not_registered,
+    seed_003_policies,
     seed_scale_up,
     several_nodes,
     team_admission,
@@ -51,7 +56,7 @@ from e2e.scenarios import (
 )
 from e2e.simulate import load_workload, simulate
 from e2e.simulate import table as simulation_table
-from e2e.stack import ROOT, load_plan, node_overlay_gate, write_plan
+from e2e.stack import ROOT, Plan, load_plan, node_overlay_gate, write_plan
 from gpushare import names
 from gpushare.catalog import InstanceType, load_catalog
 
@@ -62,7 +67,9 @@ WIDE_TEAM = "ml-research"
 SCENARIOS: dict[str, Callable[[Context], Result]] = {
     "objects-dev": lambda ctx: objects_accepted(ctx, "dev"),
     "objects-prod": lambda ctx: objects_accepted(ctx, "prod"),
+    "hami-registration": hami_registration,
     "seed-scale-up": lambda ctx: seed_scale_up(ctx, RUNNING_STACK, SEED_TEAM),
+    "seed-003-policies": lambda ctx: seed_003_policies(ctx, RUNNING_STACK, WIDE_TEAM),
     "several-nodes": lambda ctx: several_nodes(ctx, RUNNING_STACK, WIDE_TEAM, 12),
     "no-overlays": lambda ctx: no_overlays(ctx, RUNNING_STACK, SEED_TEAM),
     "gate-off": lambda ctx: gate_off(ctx, RUNNING_STACK, SEED_TEAM),
@@ -70,6 +77,7 @@ SCENARIOS: dict[str, Callable[[Context], Result]] = {
     "cpu-limit": lambda ctx: cpu_limit_blocks_second_node(ctx, RUNNING_STACK, SEED_TEAM),
     "disruption-budget": lambda ctx: disruption_budget(ctx, RUNNING_STACK, SEED_TEAM),
     "quota": lambda ctx: quota_refuses(ctx, RUNNING_STACK, SEED_TEAM),
+    "priorities": lambda ctx: priorities(ctx, RUNNING_STACK, WIDE_TEAM, SEED_TEAM),
     "team-admission": lambda ctx: team_admission(ctx, RUNNING_STACK, SEED_TEAM),
     "time-slicing": lambda ctx: time_slicing(ctx, RUNNING_STACK, WIDE_TEAM),
     "examples": lambda ctx: examples_run(ctx, sorted((ROOT / "examples").glob("*.yaml"))),
@@ -133,11 +141,14 @@ def run(args: argparse.Namespace) -> int:
         print(
             "e2e: starting HAMi's scheduler extender and webhook, and its kube-scheduler", file=sys.stderr, flush=True
         )
-        _start_hami(rig, kubectl, hami)
+        device_configs = _write_device_configs(rig, plans, running_stack)
+        _start_hami(rig, kubectl, hami, device_configs[running_stack])
+
+        def start_hami_node(node: str, itype: InstanceType, labels: dict[str, str]) -> None:
+            _start_hami_node(rig, device_configs[labels.get(RIG_STACK_LABEL, running_stack)], node, itype)
+
         zeroed = (*hami.resource_names, names.GPU_SHARED)
-        agent = NodeAgent(
-            rig.api, catalog, zeroed, lambda node, itype: _start_hami_node(rig, hami, node, itype), nvidia
-        )
+        agent = NodeAgent(rig.api, catalog, zeroed, start_hami_node, nvidia)
         ctx = Context(rig.log_dir, rig.api, kubectl, catalog, plans, agent, hami, datetime.now(UTC))
         for name in [n for n in BEFORE_STACK if n in selected]:
             results.append(_run_one(name, ctx))
@@ -192,10 +203,10 @@ def run(args: argparse.Namespace) -> int:
     return 0 if all(result.passed for result in results) else 1
 
 
-def _start_hami(rig: Rig, kubectl: Kubectl, release: HamiRelease) -> None:
+def _start_hami(rig: Rig, kubectl: Kubectl, release: HamiRelease, device_config: Path) -> None:
     """HAMi's scheduler and its kube-scheduler as the release renders them, and its MutatingWebhookConfiguration,
     which reaches the extender on loopback (the chart names its Service: the rig has no Service routing)."""
-    cert = rig.start_hami(release)
+    cert = rig.start_hami(release, device_config)
     url = f"https://127.0.0.1:{release.extender_port}/webhook"
     kubectl.apply([release.mutating_webhook(url, base64.b64encode(cert.read_bytes()).decode())])
     wait_for("HAMi's scheduler extender serving", lambda: _serving(rig, release), 90)
@@ -215,11 +226,21 @@ def _serving(rig: Rig, release: HamiRelease) -> bool:
         return False
 
 
-def _start_hami_node(rig: Rig, release: HamiRelease, node: str, itype: InstanceType) -> None:
+def _write_device_configs(rig: Rig, plans: dict[str, Plan], running: str) -> dict[str, Path]:
+    """Stack -> the device config its HAMi release renders (the running stack's is the one HAMi's scheduler reads)."""
+    configs = {}
+    rig.hami_dir.mkdir(parents=True, exist_ok=True)
+    for stack, plan in plans.items():
+        release = HamiRelease.from_values(plan.helm_values[names.HAMI_RELEASE])
+        configs[stack] = rig.hami_dir / ("device-config.yaml" if stack == running else f"device-config-{stack}.yaml")
+        configs[stack].write_text(yaml.safe_dump(release.device_config()))
+    return configs
+
+
+def _start_hami_node(rig: Rig, config: Path, node: str, itype: InstanceType) -> None:
     """rig-gpu-node for a HAMi pool's node: its GPUs as NVML would report them, the release's device config (the
     one the chart mounts into HAMi's device plugin and the mock), and the real mock device plugin."""
     model = load_catalog().gpu_model_of(itype)
-    config = rig.hami_dir / "device-config.yaml"
     rig.start_gpu_node(
         node,
         [

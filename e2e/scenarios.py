@@ -24,14 +24,17 @@ from e2e.api import Api, ApiError
 from e2e.errors import RigError
 from e2e.hami_chart import HamiRelease
 from e2e.kubectl import Kubectl, KubectlError
-from e2e.node_agent import NodeAgent
+from e2e.node_agent import KWOK_NODE_ANNOTATION, RIG_STACK_LABEL, NodeAgent
 from e2e.rig import wait_for
-from e2e.stack import KWOK_NODE_CLASS, Plan, daily_window, for_rig
+from e2e.stack import KWOK_NODE_CLASS, Plan, daily_window, for_rig, variant_plan
 from gpushare import names
 from gpushare.catalog import Catalog
+from gpushare.hami import SharingProfile, node_capacity
 
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 SCALE_TIMEOUT_S = 180
+# The mock polls its node every 30 s and the kubelet stand-in relays its ListAndWatch (every 10 s).
+REGISTRATION_TIMEOUT_S = 120
 MONITORING_GROUP = "monitoring.coreos.com"
 # The rig renders the NodeClaim alert with nodeClaimNotInitializedMinutes: 1; rules are evaluated every 5 s.
 ALERT_THRESHOLD_S = 60
@@ -170,18 +173,20 @@ def gpu_deployment(
     vgpu: dict[str, int],
     cpu: str = "500m",
     shared: bool = False,
+    gpu: bool = True,
 ) -> dict[str, Any]:
-    """A Deployment of pause containers asking HAMi resources (names from the HAMi release's values), or with
-    `shared` one time-sliced GPU replica."""
-    limits = (
-        {names.GPU_SHARED: "1"}
-        if shared
-        else {
+    """A Deployment of pause containers asking HAMi resources (names from the HAMi release's values), with
+    `shared` one time-sliced GPU replica instead, or without `gpu` no GPU at all (but the pool's toleration)."""
+    if not gpu:
+        limits = {}
+    elif shared:
+        limits = {names.GPU_SHARED: "1"}
+    else:
+        limits = {
             ctx.hami.resource_name: str(vgpu.get("gpu", 1)),
             ctx.hami.resource_cores: str(vgpu["cores"]),
             ctx.hami.resource_mem: str(vgpu["mem_mib"]),
         }
-    )
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -210,6 +215,7 @@ def gpu_deployment(
     }
 
 
+DEFAULT_SCHEDULER = "default-scheduler"
 # What HAMi's scheduler writes on a pod it placed (pkg/util/types.go), and its device plugin's bind phase.
 HAMI_NODE = "hami.io/vgpu-node"
 HAMI_DEVICES = "hami.io/vgpu-devices-allocated"
@@ -291,7 +297,9 @@ def seed_scale_up(ctx: Context, stack: str, team: str) -> Result:
     pool = _team_pool(ctx, team, stack)
     deployment = gpu_deployment(ctx, "gpu-inference", team, pool, 3, {"cores": 50, "mem_mib": 4096})
     ctx.kubectl.apply([deployment])
-    seconds = _wait("3 gpu-inference pods Running", lambda: len(_running(_pods(ctx, team, "gpu-inference"))) == 3)
+    seconds = _wait(
+        "3 gpu-inference pods Running, placed by HAMi", lambda: len(_bound(_pods(ctx, team, "gpu-inference"))) == 3
+    )
     # Karpenter may still be bringing up a claim it launched while the pods were pending: every claim must
     # initialize (the device plugins register), not only the ones the pods landed on.
     _wait(
@@ -301,7 +309,7 @@ def seed_scale_up(ctx: Context, stack: str, team: str) -> Result:
     )
     claims = nodeclaims(ctx)
     by_type = nodes_by_type(ctx)
-    placement = placed_by_hami(ctx, _running(_pods(ctx, team, "gpu-inference")))
+    placement = placed_by_hami(ctx, _bound(_pods(ctx, team, "gpu-inference")))
     [quota] = ctx.api.items(f"/api/v1/namespaces/{team}/resourcequotas")
     used = quota["status"].get("used", {})
     expected = {
@@ -380,6 +388,9 @@ def time_slicing(ctx: Context, stack: str, team: str) -> Result:
     )
     nodes = [n for n in ctx.api.items("/api/v1/nodes") if n["metadata"]["labels"].get(names.POOL_LABEL) == pool_name]
     hosts = {pod["spec"]["nodeName"] for pod in _running(_pods(ctx, team, "notebook"))}
+    schedulers = {pod["spec"].get("schedulerName") for pod in _pods(ctx, team, "notebook")}
+    if schedulers != {DEFAULT_SCHEDULER}:
+        raise ScenarioFailure(f"time-sliced pods went to {schedulers}; HAMi's webhook must leave them to the default")
     if len(nodes) != 1 or len(hosts) != 1:
         raise ScenarioFailure(f"{replicas} pods on {len(hosts)} of {len(nodes)} nodes; expected one node for all")
     node = nodes[0]
@@ -420,9 +431,19 @@ def time_slicing(ctx: Context, stack: str, team: str) -> Result:
         True,
         f"{replicas} pods share one {itype.name} GPU ({names.GPU_SHARED}={replicas}, quota counts them, "
         f"${figures['usd_per_pod_hour']}/pod-h); pod {replicas + 1} takes a second node; a pod asking 2 replicas "
-        f"refused at admission; consolidated {consolidated:.0f} s after scale-down",
+        f"refused at admission; never handed to HAMi's scheduler; consolidated {consolidated:.0f} s after scale-down",
         figures,
         ["the NVIDIA device plugin is played by the rig's node agent from the release's time-slicing config"],
+    )
+
+
+def _asks(pod: dict[str, Any], resources: tuple[str, ...]) -> bool:
+    """Whether a container of the pod asks one of `resources` (HAMi's webhook looks at limits and requests)."""
+    return any(
+        name in resources
+        for container in pod["spec"]["containers"]
+        for side in ("limits", "requests")
+        for name in container.get("resources", {}).get(side, {})
     )
 
 
@@ -461,15 +482,371 @@ def examples_run(ctx: Context, examples: list[Path]) -> Result:
         short = {f"{ns}/{name}": f"{_ran(ctx, w)}/{expected[(ns, name)]}" for (ns, name), w in workloads.items()}
         raise ScenarioFailure(f"{failure}; ran/expected {short}") from None
     by_type = nodes_by_type(ctx)
+
+    def running() -> list[dict[str, Any]]:
+        return _running([p for w in workloads.values() for p in _pods_of(ctx, w)])
+
+    def hami_pods() -> list[dict[str, Any]]:
+        return [p for p in running() if _asks(p, ctx.hami.resource_names)]
+
+    _wait("HAMi's allocation complete for every running vGPU pod", lambda: _bound(hami_pods()) == hami_pods())
+    vgpu_pods = hami_pods()
+    placed_by_hami(ctx, vgpu_pods)
+    elsewhere = {p["spec"].get("schedulerName") for p in running() if not _asks(p, ctx.hami.resource_names)}
+    if elsewhere - {DEFAULT_SCHEDULER}:
+        raise ScenarioFailure(f"pods asking no HAMi resource went to {elsewhere}")
     ctx.kubectl.delete(list(workloads.values()))
     consolidated = _wait("every NodeClaim consolidated away", lambda: not nodeclaims(ctx), 300)
     return Result(
         "examples",
         True,
         f"{len(workloads)} example workloads ({pods} pods) ran in {seconds:.0f} s on {by_type} "
-        f"(${usd_per_hour(ctx, by_type)}/h); consolidated {consolidated:.0f} s after deletion",
-        {"pods": pods, "nodes_by_type": by_type, "seconds_to_running": round(seconds, 1)},
-        ["pods are placed by kube-scheduler on the registered resources, not by HAMi's scheduler (see report)"],
+        f"(${usd_per_hour(ctx, by_type)}/h), the {len(vgpu_pods)} running vGPU pods placed by HAMi, the others by "
+        f"the default scheduler; consolidated {consolidated:.0f} s after deletion",
+        {
+            "pods": pods,
+            "hami_pods_running": len(hami_pods),
+            "nodes_by_type": by_type,
+            "seconds_to_running": round(seconds, 1),
+        },
+    )
+
+
+REGISTRATION_TAINT = {"key": "rig.gpushare.io/registration", "value": "only", "effect": "NoSchedule"}
+
+
+def _registration_nodes(ctx: Context) -> list[tuple[dict[str, Any], dict[str, int], dict[str, int]]]:
+    """Per instance type of every HAMi pool of every stack: a fake node of it (the pool's labels, tainted so no
+    pod lands), what gpushare's capacity model says it registers, and what the pool's NodeOverlay advertises."""
+    found = []
+    for stack, plan in sorted(ctx.plans.items()):
+        release = HamiRelease.from_values(plan.helm_values[names.HAMI_RELEASE])
+        profile = SharingProfile(
+            deviceSplitCount=release.split_count,
+            deviceMemoryScaling=release.memory_scaling,
+            deviceCoreScaling=release.core_scaling,
+        )
+        overlays = {
+            (o["metadata"]["labels"][names.POOL_LABEL], *_requirement(o["spec"], names.INSTANCE_TYPE_LABEL)): o
+            for o in plan.of_kind("NodeOverlay")
+        }
+        for pool in plan.of_kind("NodePool"):
+            labels = pool["spec"]["template"]["metadata"]["labels"]
+            if labels.get(names.SHARING_LABEL) != names.SHARING_HAMI:
+                continue
+            for itype in _requirement(pool["spec"]["template"]["spec"], names.INSTANCE_TYPE_LABEL):
+                instance = ctx.catalog.instance_type(itype)
+                node = {
+                    "apiVersion": "v1",
+                    "kind": "Node",
+                    "metadata": {
+                        "name": f"registration-{stack}-{itype.replace('.', '-')}",
+                        "labels": {**labels, names.INSTANCE_TYPE_LABEL: itype, RIG_STACK_LABEL: stack},
+                        "annotations": {KWOK_NODE_ANNOTATION[0]: KWOK_NODE_ANNOTATION[1]},
+                    },
+                    "spec": {"taints": [REGISTRATION_TAINT]},
+                    "status": {
+                        "capacity": {"cpu": str(instance.vcpu), "memory": f"{instance.memory_mib}Mi", "pods": "110"}
+                    },
+                }
+                planned = node_capacity(ctx.catalog, instance, profile).resources()
+                overlay = overlays[(labels[names.POOL_LABEL], itype)]["spec"]["capacity"]
+                found.append((node, planned, {name: int(value) for name, value in overlay.items()}))
+    return found
+
+
+def _requirement(spec: dict[str, Any], key: str) -> list[str]:
+    return next(r["values"] for r in spec["requirements"] if r["key"] == key)
+
+
+def hami_registration(ctx: Context) -> Result:
+    """A node of every instance type of every HAMi pool (dev and prod) registers, through rig-gpu-node's
+    device-plugin API and the real mock device plugin, exactly what gpushare's capacity model plans and the
+    pool's NodeOverlay advertises: the overlay never promises more than HAMi and the mock register."""
+    cases = _registration_nodes(ctx)
+    nodes = [node for node, _, _ in cases]
+    ctx.kubectl.apply(nodes)
+
+    def registered(node: dict[str, Any]) -> dict[str, int]:
+        allocatable = ctx.api.get(f"/api/v1/nodes/{node['metadata']['name']}")["status"].get("allocatable", {})
+        return {name: int(allocatable.get(name, "0")) for name in ctx.hami.resource_names}
+
+    try:
+        seconds = _wait(
+            f"{len(nodes)} registration nodes registering every HAMi resource",
+            lambda: all(all(registered(node).values()) for node in nodes),
+            REGISTRATION_TIMEOUT_S,
+        )
+        wrong = []
+        figures = {}
+        for node, planned, overlay in cases:
+            seen = registered(node)
+            name = node["metadata"]["name"]
+            figures[name] = seen
+            if seen != planned or seen != overlay:
+                wrong.append(f"{name}: registered {seen}, capacity model {planned}, overlay {overlay}")
+    finally:
+        ctx.kubectl.delete(nodes)
+    if wrong:
+        raise ScenarioFailure("; ".join(wrong))
+    return Result(
+        "hami-registration",
+        True,
+        f"{len(cases)} instance types of the HAMi pools of {', '.join(sorted(ctx.plans))}: what the real mock and "
+        f"HAMi's device plugin stand-in registered equals the capacity model and the overlay, within {seconds:.0f} s",
+        {"registered": figures, "seconds": round(seconds, 1)},
+    )
+
+
+POLICY_ANNOTATIONS = ("hami.io/node-scheduler-policy", "hami.io/gpu-scheduler-policy")
+MULTI_GPU_TYPE = "g5.12xlarge"
+SEED_POLICY_POOL = "g5-shared"
+
+
+def _multi_gpu_variant(ctx: Context, stack: str, team: str) -> Plan:
+    """The stack with its g5-shared pool on 4-GPU nodes only and `team` given a scheduler policy (node spread,
+    GPU binpack), rendered by the real program."""
+
+    def edit(config: dict[str, Any]) -> None:
+        for pool in config["gpushare:pools"]:
+            if pool["name"] == SEED_POLICY_POOL:
+                pool["instanceTypes"] = [MULTI_GPU_TYPE]
+                pool["maxGpus"] = 8
+        for entry in config["gpushare:teams"]:
+            if entry["name"] == team:
+                entry["schedulerPolicy"] = {"node": "spread", "gpu": "binpack"}
+
+    return variant_plan(stack, f"{stack}-multi-gpu", ctx.log_dir.parent, edit)
+
+
+def _bound(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Running pods whose HAMi allocation completed (KWOK may report a pod Running before its device plugin's
+    Allocate has run; a kubelet would not start it)."""
+    return [p for p in _running(pods) if p["metadata"].get("annotations", {}).get(HAMI_BIND_PHASE) == "success"]
+
+
+def _placed(ctx: Context, team: str, app: str, replicas: int) -> tuple[dict[str, list[str]], list[dict[str, Any]]]:
+    """Wait for `replicas` pods of the app Running with HAMi's allocation complete; their placement and pods."""
+    _wait(f"{replicas} {app} pods Running, placed by HAMi", lambda: len(_bound(_pods(ctx, team, app))) == replicas)
+    pods = _bound(_pods(ctx, team, app))
+    return placed_by_hami(ctx, pods), pods
+
+
+def _policy_holds(node_policy: str, gpu_policy: str, placement: dict[str, list[str]], nodes: int) -> str:
+    """What is wrong with a placement of one-vGPU pods under the policies ('' when nothing): binpack fills one
+    node (one GPU), spread uses every node (a GPU of its own per pod while GPUs last)."""
+    if node_policy == "binpack" and len(placement) != 1:
+        return f"node binpack used {len(placement)} nodes"
+    if node_policy == "spread" and len(placement) != nodes:
+        return f"node spread used {len(placement)} of {nodes} nodes"
+    for node, gpus in placement.items():
+        if gpu_policy == "binpack" and len(set(gpus)) != 1:
+            return f"GPU binpack used {len(set(gpus))} GPUs of {node}"
+        if gpu_policy == "spread" and len(set(gpus)) != len(gpus):
+            return f"GPU spread put {len(gpus)} vGPUs on {len(set(gpus))} GPUs of {node}"
+    return ""
+
+
+def seed_003_policies(ctx: Context, stack: str, team: str) -> Result:
+    """Seed 003 with HAMi placing: on two 4-GPU nodes of a HAMi pool (held by two CPU-heavy pods that ask no GPU),
+    four one-vGPU pods per node x GPU binpack/spread combination, each pod's own annotations read by HAMi's
+    scheduler; then pods without annotations in a team whose policy admission sets them."""
+    variant = _multi_gpu_variant(ctx, stack, team)
+    pool = for_rig(
+        next(p for p in variant.of_kind("NodePool") if p["metadata"]["name"] == SEED_POLICY_POOL), ctx.started
+    )
+    overlays = [
+        o for o in variant.of_kind("NodeOverlay") if o["metadata"]["labels"][names.POOL_LABEL] == SEED_POLICY_POOL
+    ]
+    policies = [
+        obj
+        for obj in variant.objects
+        if obj["kind"].startswith("MutatingAdmissionPolicy")
+        and "scheduler-policy" in obj["metadata"]["name"]
+        and obj["metadata"]["name"].startswith(f"gpushare-{team}-")
+    ]
+    ballast = gpu_deployment(ctx, "ballast", team, SEED_POLICY_POOL, 2, {}, cpu="30", gpu=False)
+    results: dict[str, Any] = {}
+    try:
+        ctx.kubectl.apply([pool, *overlays])
+        ctx.kubectl.apply([ballast])
+        _wait("2 ballast pods Running on two nodes", lambda: len(_running(_pods(ctx, team, "ballast"))) == 2)
+        nodes = {p["spec"]["nodeName"] for p in _running(_pods(ctx, team, "ballast"))}
+        for node_policy in ("binpack", "spread"):
+            for gpu_policy in ("binpack", "spread"):
+                app = f"node-{node_policy}-gpu-{gpu_policy}"
+                deployment = gpu_deployment(ctx, app, team, SEED_POLICY_POOL, 4, {"cores": 10, "mem_mib": 2000})
+                deployment["spec"]["template"]["metadata"]["annotations"] = dict(
+                    zip(POLICY_ANNOTATIONS, (node_policy, gpu_policy), strict=True)
+                )
+                ctx.kubectl.apply([deployment])
+                placement, _ = _placed(ctx, team, app, 4)
+                results[app] = placement
+                ctx.kubectl.delete([deployment])
+                wrong = _policy_holds(node_policy, gpu_policy, placement, len(nodes))
+                if wrong:
+                    raise ScenarioFailure(f"{app}: {wrong}: {placement}")
+        ctx.kubectl.apply(policies)
+        plain = gpu_deployment(ctx, "team-policy", team, SEED_POLICY_POOL, 4, {"cores": 10, "mem_mib": 2000})
+        ctx.kubectl.apply([plain])
+        placement, pods = _placed(ctx, team, "team-policy", 4)
+        results["team-policy"] = placement
+        got = {tuple(p["metadata"]["annotations"].get(key) for key in POLICY_ANNOTATIONS) for p in pods}
+        ctx.kubectl.delete([plain])
+        if got != {("spread", "binpack")}:
+            raise ScenarioFailure(f"team {team}'s pods came out with policies {got}, not its spread/binpack")
+        wrong = _policy_holds("spread", "binpack", placement, len(nodes))
+        if wrong:
+            raise ScenarioFailure(f"team-policy: {wrong}: {placement}")
+    finally:
+        ctx.kubectl.delete([ballast, *policies])
+        ctx.kubectl.delete(overlays)
+        ctx.kubectl.apply([_rig_pool(ctx, stack, SEED_POLICY_POOL)])
+    _wait("every NodeClaim consolidated away", lambda: not nodeclaims(ctx), 240)
+    summary = ", ".join(
+        f"{app}: {len(placement)} node(s), {sorted(len(set(g)) for g in placement.values())} GPUs"
+        for app, placement in results.items()
+    )
+    return Result(
+        "seed-003-policies",
+        True,
+        f"HAMi placed 4 one-vGPU pods per policy on 2 x {MULTI_GPU_TYPE} as each policy means ({summary}); team "
+        f"{team}'s admission-set spread/binpack honoured",
+        {"placement": results},
+        [
+            f"pool {SEED_POLICY_POOL} rendered with instanceTypes [{MULTI_GPU_TYPE}] for this scenario (the stacks "
+            "keep one-GPU types per HAMi pool)"
+        ],
+    )
+
+
+EXCLUSIVE_POOL = "rig-exclusive"
+
+
+def _with_exclusive_pool(ctx: Context, stack: str) -> Plan:
+    """The stack with a one-GPU exclusive pool (one g4dn.xlarge at most) that every team lists."""
+
+    def edit(config: dict[str, Any]) -> None:
+        config["gpushare:pools"].append(
+            {
+                "name": EXCLUSIVE_POOL,
+                "instanceTypes": ["g4dn.xlarge"],
+                "capacityTypes": ["on-demand"],
+                "maxGpus": 1,
+                "sharing": "exclusive",
+            }
+        )
+        for team in config["gpushare:teams"]:
+            team["pools"].append(EXCLUSIVE_POOL)
+
+    return variant_plan(stack, f"{stack}-exclusive", ctx.log_dir.parent, edit)
+
+
+def _whole_gpu_pod(name: str, namespace: str, pool: str) -> dict[str, Any]:
+    """A pod asking one whole GPU on an exclusive pool; `hami.io/webhook: ignore` keeps HAMi's webhook off it, as
+    the README tells teams that mix pool kinds."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": {names.HAMI_WEBHOOK_IGNORE[0]: "ignore"}},
+        "spec": {
+            "nodeSelector": {names.POOL_LABEL: pool},
+            "tolerations": [{"key": names.GPU_TAINT["key"], "operator": "Exists", "effect": "NoSchedule"}],
+            "terminationGracePeriodSeconds": 0,
+            "containers": [
+                {
+                    "name": "main",
+                    "image": PAUSE_IMAGE,
+                    "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {names.GPU: "1"}},
+                }
+            ],
+        },
+    }
+
+
+def _pod(ctx: Context, namespace: str, name: str) -> dict[str, Any]:
+    return ctx.api.get(f"/api/v1/namespaces/{namespace}/pods/{name}")
+
+
+def priorities(ctx: Context, stack: str, batch_team: str, critical_team: str) -> Result:
+    """A critical team's pod arrives when the pool it shares with a batch team is full. On a HAMi pool
+    kube-scheduler cannot preempt for it: HAMi's extender has no preempt verb and its resources are
+    ignoredByScheduler, so the batch pods keep their GPUs and the critical pod waits (HAMi #1878). On an
+    exclusive pool, where nvidia.com/gpu is the kubelet's own resource, the batch pod is preempted."""
+    pool = _team_pool(ctx, critical_team, stack)
+    [nodepool] = [p for p in ctx.plans[stack].of_kind("NodePool") if p["metadata"]["name"] == pool]
+    limit = int(nodepool["spec"]["limits"][names.GPU])
+    types = ctx.plans[stack].pool_instance_types()[pool]
+    smallest = min(types, key=lambda t: ctx.catalog.instance_type(t).on_demand_usd_per_hour)
+    whole_gpu_mib = ctx.catalog.gpu_model_of(ctx.catalog.instance_type(smallest)).nvml_memory_mib
+    # Each batch pod takes a whole GPU's memory on its own node: the pool's vGPU limit allows limit / split nodes.
+    nodes = limit // ctx.hami.split_count
+    batch = gpu_deployment(ctx, "batch-fill", batch_team, pool, nodes, {"cores": 100, "mem_mib": whole_gpu_mib})
+    critical = gpu_deployment(ctx, "critical", critical_team, pool, 1, {"cores": 10, "mem_mib": 2048})
+    exclusive = _with_exclusive_pool(ctx, stack)
+    [exclusive_pool] = [
+        for_rig(p, ctx.started) for p in exclusive.of_kind("NodePool") if p["metadata"]["name"] == EXCLUSIVE_POOL
+    ]
+    figures: dict[str, Any] = {"hami_pool": pool, "batch_pods": nodes}
+    try:
+        ctx.kubectl.apply([batch])
+        _wait(
+            f"{nodes} batch pods Running (the pool full)",
+            lambda: len(_running(_pods(ctx, batch_team, "batch-fill"))) == nodes,
+            300,
+        )
+        ctx.kubectl.apply([critical])
+        hold_s = 60
+        time.sleep(hold_s)
+        pending = [p for p in _pods(ctx, critical_team, "critical") if p.get("status", {}).get("phase") != "Running"]
+        survivors = len(_running(_pods(ctx, batch_team, "batch-fill")))
+        [critical_pod] = _pods(ctx, critical_team, "critical")
+        figures["hami"] = {
+            "critical_priority": critical_pod["spec"].get("priority"),
+            "critical_pending_after_s": hold_s if pending else 0,
+            "batch_pods_running": survivors,
+            "nominated_node": critical_pod.get("status", {}).get("nominatedNodeName"),
+            "events": _events(ctx, critical_team, about="critical")[-3:],
+        }
+        if not pending or survivors != nodes:
+            raise ScenarioFailure(f"on HAMi pool {pool} the critical pod ran or a batch pod went: {figures['hami']}")
+        ctx.kubectl.delete([critical, batch])
+        _wait("the HAMi pool empty", lambda: not nodeclaims(ctx), 300)
+        ctx.kubectl.apply([exclusive_pool])
+        low = _whole_gpu_pod("batch-whole-gpu", batch_team, EXCLUSIVE_POOL)
+        high = _whole_gpu_pod("critical-whole-gpu", critical_team, EXCLUSIVE_POOL)
+        ctx.kubectl.apply([low])
+        _wait(
+            "the batch pod Running on the exclusive pool",
+            lambda: _pod(ctx, batch_team, low["metadata"]["name"]).get("status", {}).get("phase") == "Running",
+        )
+        ctx.kubectl.apply([high])
+        seconds = _wait(
+            "the critical pod Running on the exclusive pool",
+            lambda: _pod(ctx, critical_team, high["metadata"]["name"]).get("status", {}).get("phase") == "Running",
+        )
+        gone = [e for e in _events(ctx, batch_team, about="batch-whole-gpu") if e.startswith("Preempted")]
+        figures["exclusive"] = {"critical_running_after_s": round(seconds, 1), "batch_events": gone}
+        if not gone:
+            raise ScenarioFailure(f"the critical pod runs on {EXCLUSIVE_POOL} but the batch pod was not preempted")
+    finally:
+        ctx.kubectl.delete([critical, batch])
+        ctx.kubectl.delete(
+            [
+                _whole_gpu_pod("batch-whole-gpu", batch_team, EXCLUSIVE_POOL),
+                _whole_gpu_pod("critical-whole-gpu", critical_team, EXCLUSIVE_POOL),
+            ]
+        )
+        ctx.kubectl.delete([exclusive_pool])
+    _wait("every NodeClaim consolidated away", lambda: not nodeclaims(ctx), 300)
+    return Result(
+        "priorities",
+        True,
+        f"HAMi pool {pool} full of {nodes} batch pods: the critical pod (priority "
+        f"{figures['hami']['critical_priority']}) stays Pending {hold_s} s, no batch pod preempted (no preempt verb in "
+        "HAMi's extender); exclusive pool: the batch pod is preempted and the critical pod runs after "
+        f"{figures['exclusive']['critical_running_after_s']} s",
+        figures,
     )
 
 
