@@ -15,8 +15,8 @@ from components.network import Network, NetworkArgs
 from components.tenancy import Tenancy, TenancyArgs
 from gpushare import names
 from gpushare.capacity import pool_plans
-from gpushare.config import load_stack_config
 from gpushare.errors import UserError
+from gpushare.loader import load_stack_config
 from gpushare.render.hami import mock_device_plugin_objects
 from gpushare.render.karpenter import ec2_node_class
 from gpushare.render.monitoring import monitoring_objects, monitoring_releases

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from gpushare import names
 from gpushare.capacity import NodeShape, most_within, pool_plans
 from gpushare.catalog import load_catalog
-from gpushare.config import load_stack_config
 from gpushare.errors import ConfigError
+from gpushare.loader import load_stack_config
 from policies.gpushare_policies.registry import PolicyConfig, evaluate
 from policies.gpushare_policies.stack import from_plan
 from tests.conftest import raw_stack

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from gpushare.config import load_stack_config
 from gpushare.errors import ConfigError
+from gpushare.loader import load_stack_config
 from tests.conftest import raw_stack
 
 

@@ -10,7 +10,7 @@ import yaml
 
 from gpushare import names
 from gpushare.capacity import per_gpu_limits, pool_plans
-from gpushare.config import load_stack_config
+from gpushare.loader import load_stack_config
 from gpushare.render import tenancy
 from gpushare.render.stack import kubernetes_objects
 from tests.conftest import ROOT, raw_stack

@@ -11,7 +11,8 @@ import pytest
 import yaml
 
 from gpushare import images
-from gpushare.config import StackConfig, load_stack_config
+from gpushare.config import StackConfig
+from gpushare.loader import load_stack_config
 from gpushare.render.monitoring import monitoring_objects, monitoring_releases
 from gpushare.render.stack import helm_releases, kubernetes_objects
 from tests.conftest import raw_stack, run_plan

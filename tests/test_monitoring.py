@@ -9,9 +9,9 @@ import pytest
 import yaml
 
 from gpushare import names
-from gpushare.config import load_stack_config
 from gpushare.errors import ConfigError
 from gpushare.images import UPSTREAM_REGISTRIES as UPSTREAM
+from gpushare.loader import load_stack_config
 from gpushare.render import monitoring
 from tests.conftest import ROOT, raw_stack
 from tests.test_wiring import by_type, one, urn

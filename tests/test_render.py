@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from gpushare import names
-from gpushare.config import load_stack_config
+from gpushare.loader import load_stack_config
 from gpushare.render import hami, karpenter, tenancy
 from gpushare.render.stack import helm_releases, kubernetes_objects
 from tests.conftest import raw_stack

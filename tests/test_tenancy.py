@@ -6,8 +6,8 @@ import pytest
 
 from gpushare import names
 from gpushare.capacity import per_gpu_limits, pool_plans
-from gpushare.config import load_stack_config
 from gpushare.errors import ConfigError
+from gpushare.loader import load_stack_config
 from gpushare.render import tenancy
 from gpushare.render.tenancy_checks import (
     admission_scope_problems,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gpushare.config import load_stack_config
 from gpushare.errors import ConfigError
+from gpushare.loader import load_stack_config
 from gpushare.render import karpenter
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from gpushare import names
-from gpushare.config import load_stack_config
+from gpushare.loader import load_stack_config
 from gpushare.render.stack import helm_releases, kubernetes_objects
 from policies.gpushare_policies.registry import evaluate
 from policies.gpushare_policies.stack import NAMESPACE, NODE_OVERLAY, NODE_POOL, RESOURCE_QUOTA, from_plan

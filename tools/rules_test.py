@@ -17,8 +17,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gpushare.config import load_stack_config
 from gpushare.files import read_yaml
+from gpushare.loader import load_stack_config
 from gpushare.render import monitoring
 from gpushare.render.yamlio import dump
 
