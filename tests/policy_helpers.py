@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from policies.gpushare_policies.registry import PolicyConfig, Violation, evaluate
-from policies.gpushare_policies.stack import from_plan
+from policies.gpushare_policies.stack import StackView, from_plan
 
 Resources = list[dict[str, Any]]
 
@@ -48,3 +48,15 @@ def broken(plan: dict[str, Any], change: Callable[[Resources], None]) -> Resourc
     resources = resources_of(plan)
     change(resources)
     return resources
+
+
+def view_of(objects: list[dict[str, Any]]) -> StackView:
+    """A stack view of rendered Kubernetes objects, typed as the plan types them, to run a rule's check on."""
+
+    def token(obj: dict[str, Any]) -> str:
+        api = obj["apiVersion"] if "/" in obj["apiVersion"] else f"core/{obj['apiVersion']}"
+        return f"kubernetes:{api}:{obj['kind']}"
+
+    return from_plan(
+        {"urn": f"urn:{i}", "type": token(o), "name": o["metadata"]["name"], "inputs": o} for i, o in enumerate(objects)
+    )

@@ -13,6 +13,10 @@ from gpushare.errors import ConfigError
 from gpushare.images import UPSTREAM_REGISTRIES as UPSTREAM
 from gpushare.loader import load_stack_config
 from gpushare.render import monitoring
+from policies.gpushare_policies.rules.gpu_exporter_on_gpu_nodes import exporter_placement_problems
+from policies.gpushare_policies.rules.monitoring_images_pinned import floating_image_tags, unpinned_images
+from policies.gpushare_policies.rules.monitoring_webui_reads_hami_metrics import webui_compatible
+from policies.gpushare_policies.rules.service_monitors_find_their_targets import service_monitor_namespace_problems
 from tests.conftest import ROOT, raw_stack
 from tests.test_wiring import by_type, one, urn
 
@@ -80,25 +84,25 @@ def test_existing_prometheus_gets_only_labelled_objects(prod_raw):
 
 
 def test_webui_compatibility_follows_the_hami_metric_rename():
-    assert monitoring.webui_compatible("2.8.3", "1.1.0")
-    assert monitoring.webui_compatible("2.7.1", "1.1.0")
-    assert not monitoring.webui_compatible("2.9.0", "1.1.0")
-    assert not monitoring.webui_compatible("2.8.3", "1.2.0")
+    assert webui_compatible("2.8.3", "1.1.0")
+    assert webui_compatible("2.7.1", "1.1.0")
+    assert not webui_compatible("2.9.0", "1.1.0")
+    assert not webui_compatible("2.8.3", "1.2.0")
 
 
 def test_shipped_webui_fits_every_hami_chart_the_config_allows_with_monitoring(prod):
-    assert monitoring.webui_compatible(prod.hami.chart_version, monitoring.WEBUI_VERSION)
+    assert webui_compatible(prod.hami.chart_version, monitoring.WEBUI_VERSION)
 
 
 def test_no_floating_image_tags_in_monitoring_releases(prod):
     for release in monitoring.monitoring_releases(prod):
-        assert monitoring.floating_image_tags(release.values) == [], release.name
+        assert floating_image_tags(release.values) == [], release.name
     chart_default = {"image": {"frontend": {"repository": "projecthami/hami-webui-fe-oss", "tag": "main"}}}
-    assert monitoring.floating_image_tags(chart_default) == ["image.frontend"]
-    assert monitoring.floating_image_tags({"image": {"repository": "nvcr.io/nvidia/k8s/dcgm-exporter"}}) == ["image"]
+    assert floating_image_tags(chart_default) == ["image.frontend"]
+    assert floating_image_tags({"image": {"repository": "nvcr.io/nvidia/k8s/dcgm-exporter"}}) == ["image"]
     for release in monitoring.monitoring_releases(prod):
-        assert monitoring.unpinned_images(release.chart, release.values) == [], release.name
-    assert monitoring.unpinned_images(monitoring.WEBUI_CHART, {"service": {"type": "ClusterIP"}}) == [
+        assert unpinned_images(release.chart, release.values) == [], release.name
+    assert unpinned_images(names.WEBUI_CHART, {"service": {"type": "ClusterIP"}}) == [
         "image.frontend",
         "image.backend",
     ]
@@ -106,13 +110,11 @@ def test_no_floating_image_tags_in_monitoring_releases(prod):
 
 def test_exporter_runs_on_tainted_gpu_pools_only(prod):
     values = monitoring.dcgm_exporter_values(prod)
-    assert monitoring.exporter_placement_problems(values) == []
+    assert exporter_placement_problems(values) == []
     untolerated = {**values, "tolerations": [{"key": "node-role.kubernetes.io/control-plane", "operator": "Exists"}]}
-    assert monitoring.exporter_placement_problems(untolerated) == [
-        "does not tolerate the GPU taint nvidia.com/gpu:NoSchedule"
-    ]
+    assert exporter_placement_problems(untolerated) == ["does not tolerate the GPU taint nvidia.com/gpu:NoSchedule"]
     everywhere = {**values, "affinity": {}}
-    assert monitoring.exporter_placement_problems(everywhere) == [
+    assert exporter_placement_problems(everywhere) == [
         "does not require the GPU pool label gpushare.io/sharing (nodeAffinity Exists)"
     ]
 
@@ -129,10 +131,10 @@ def test_service_monitors_select_the_namespaces_hami_and_karpenter_run_in(prod):
     monitors = monitoring.service_monitors(prod)
     assert {m["metadata"]["name"] for m in monitors} == set(expected)
     for monitor in monitors:
-        assert monitoring.service_monitor_namespace_problems(monitor, expected) == []
+        assert service_monitor_namespace_problems(monitor, expected) == []
     moved = copy.deepcopy(monitors[0])
     moved["spec"]["namespaceSelector"]["matchNames"] = ["hami-system"]
-    assert monitoring.service_monitor_namespace_problems(moved, expected) == [
+    assert service_monitor_namespace_problems(moved, expected) == [
         "ServiceMonitor hami-scheduler selects namespaces ['hami-system'], but its target runs in kube-system"
     ]
 
@@ -188,6 +190,6 @@ def test_every_monitoring_value_key_was_verified_in_the_pinned_chart(prod_raw):
         for release in monitoring.monitoring_releases(config):
             assert monitoring.unverified_value_keys(release.chart, release.version, release.values) == [], release.name
     assert monitoring.unverified_value_keys(
-        monitoring.DCGM_CHART, monitoring.DCGM_VERSION, {"nodeSelector": {"a": "b"}}
+        names.DCGM_CHART, monitoring.DCGM_VERSION, {"nodeSelector": {"a": "b"}}
     ) == ["nodeSelector.a"]
-    assert monitoring.unverified_value_keys(monitoring.DCGM_CHART, "9.9.9", {"image": {"tag": "x"}}) == ["image.tag"]
+    assert monitoring.unverified_value_keys(names.DCGM_CHART, "9.9.9", {"image": {"tag": "x"}}) == ["image.tag"]

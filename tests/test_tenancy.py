@@ -9,11 +9,9 @@ from gpushare.capacity import per_gpu_limits, pool_plans
 from gpushare.errors import ConfigError
 from gpushare.loader import load_stack_config
 from gpushare.render import tenancy
-from gpushare.render.tenancy_checks import (
-    admission_scope_problems,
-    per_gpu_limit_problems,
-    scheduler_policy_problems,
-)
+from policies.gpushare_policies.rules.team_admission_scoped import scope_problems
+from policies.gpushare_policies.rules.team_scheduler_policy_applied import unapplied_policies
+from tests.policy_helpers import view_of
 
 
 def _by_name(objects):
@@ -22,6 +20,33 @@ def _by_name(objects):
 
 def _team_objects(config):
     return [o for team in config.teams for o in tenancy.team_objects(config, team)]
+
+
+def admission_scope_problems(objects):
+    """The pack's scope check over rendered objects, as `<Kind> <name>: <problem>` lines."""
+    return [f"{resource.label}: {problem}" for resource, problem in scope_problems(view_of(objects))]
+
+
+def scheduler_policy_problems(objects):
+    """The pack's scheduler-policy check over rendered objects, as `<Kind> <name>: <problem>` lines."""
+    return [f"{resource.label}: {problem}" for resource, problem in unapplied_policies(view_of(objects))]
+
+
+def per_gpu_limit_problems(config, objects):
+    """Every team with a HAMi pool has its per-GPU limit policy, bound, refusing exactly above one GPU."""
+    problems = []
+    present = {(o["kind"], o["metadata"]["name"]): o for o in objects}
+    for team in config.teams:
+        for wanted in tenancy.per_gpu_limit_policy(config, team):
+            found = present.get((wanted["kind"], wanted["metadata"]["name"]))
+            if found is None:
+                problems.append(f"team {team.name}: no {wanted['kind']} {wanted['metadata']['name']}")
+            elif found["spec"] != wanted["spec"]:
+                problems.append(
+                    f"{wanted['kind']} {wanted['metadata']['name']}: differs from the per-GPU limits of pools "
+                    f"{', '.join(team.pools)}"
+                )
+    return problems
 
 
 def test_scheduler_policy_is_copied_only_onto_hami_pods_without_their_own(dev):

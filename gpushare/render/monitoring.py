@@ -1,8 +1,5 @@
 """Monitoring as plain data: the Helm releases, scrape objects, GPU alerts and the Grafana dashboard.
 
-Also the pure checks the policy pack's monitoring rules need (WebUI/HAMi compatibility, floating image tags,
-exporter placement, ServiceMonitor namespaces), so the stack and the pack decide the same way.
-
 Value keys are those of the pinned charts, read at their tags:
 - kube-prometheus-stack 88.5.3, prometheus-community/helm-charts charts/kube-prometheus-stack/values.yaml:
   prometheus.prometheusSpec.{retention, storageSpec, nodeSelector, serviceMonitorSelectorNilUsesHelmValues,
@@ -36,20 +33,13 @@ from gpushare.render.stack import HelmRelease
 
 DATA = Path(__file__).resolve().parent.parent / "monitoring"
 
-KPS_CHART: Final = "kube-prometheus-stack"
 KPS_VERSION: Final = "88.5.3"
 KPS_REPOSITORY: Final = "https://prometheus-community.github.io/helm-charts"
-DCGM_CHART: Final = "dcgm-exporter"
 DCGM_VERSION: Final = "4.8.2"
 DCGM_IMAGE_TAG: Final = "4.5.3-4.8.2-distroless"
 DCGM_REPOSITORY: Final = "https://nvidia.github.io/dcgm-exporter/helm-charts"
-WEBUI_CHART: Final = "hami-webui"
 WEBUI_VERSION: Final = "1.1.0"
 WEBUI_REPOSITORY: Final = "https://project-hami.github.io/HAMi-WebUI"
-
-# HAMi-WebUI chart -> HAMi chart versions whose metric names it reads. WebUI <= 1.1.0 reads the pre-2.9
-# names (HAMi 2.4-2.8); 1.1.1 and later read the hami_* names of HAMi >= 2.9 (HAMi-WebUI PR #91).
-WEBUI_HAMI_RANGES: Final = {"1.0.5": ((2, 4, 0), (2, 9, 0)), "1.1.0": ((2, 4, 0), (2, 9, 0))}
 # Images each chart pulls by default, written out (with the chart's own tag, so nothing floats) when a mirror
 # covers their registry. kube-prometheus-stack 88.5.3 values.yaml, appVersion v0.93.1 for the operator and its
 # config reloader; subcharts grafana 12.11.1 (appVersion 13.2.0), kube-state-metrics 8.4.0 (v2.20.0),
@@ -101,11 +91,6 @@ WEBUI_CHART_IMAGES: Final[images.ImageMaps] = {
     "image.frontend": {"repository": "projecthami/hami-webui-fe-oss"},
     "image.backend": {"repository": "projecthami/hami-webui-be-oss"},
 }
-# Image tags that move: a release pinned to one of them is not reproducible.
-FLOATING_TAGS: Final = frozenset({"", "latest", "main", "master"})
-# Image value paths each monitoring chart must have pinned in its values, because the chart's default floats
-# (hami-webui 1.1.0: `main`) or could change under the same chart version.
-PINNED_IMAGE_PATHS: Final = {WEBUI_CHART: ("image.frontend", "image.backend"), DCGM_CHART: ("image",)}
 
 # Kubernetes objects of the stack's own Prometheus live here; the Grafana sidecar finds dashboards by label.
 DASHBOARD_LABEL: Final = ("grafana_dashboard", "1")
@@ -172,74 +157,6 @@ def unverified_value_keys(chart: str, version: str, values: Mapping[str, Any]) -
         return sorted(_leaf_paths(values))
     keys = entry["keys"]
     return [p for p in _leaf_paths(values) if not any(p == k or p.startswith(f"{k}.") for k in keys)]
-
-
-def webui_compatible(hami_chart: str, webui_chart: str) -> bool:
-    """True when the WebUI chart reads the metric names the HAMi chart's components export."""
-    if webui_chart not in WEBUI_HAMI_RANGES:
-        return False
-    low, high = WEBUI_HAMI_RANGES[webui_chart]
-    return low <= compat.parse_version(hami_chart) < high
-
-
-def floating_image_tags(values: Any, path: str = "") -> list[str]:
-    """Value paths of every `image` map whose tag is missing or moves (main, latest, ...)."""
-    found: list[str] = []
-    if isinstance(values, Mapping):
-        for key, value in values.items():
-            here = f"{path}.{key}" if path else str(key)
-            if isinstance(value, Mapping) and "repository" in value and str(value.get("tag", "")) in FLOATING_TAGS:
-                found.append(here)
-            found.extend(floating_image_tags(value, here))
-    return found
-
-
-def unpinned_images(chart: str, values: Mapping[str, Any]) -> list[str]:
-    """Image value paths of a monitoring release that float: a floating tag set, or a chart whose own default
-    floats (hami-webui defaults to `main`) left without a tag."""
-    problems = floating_image_tags(values)
-    for path in PINNED_IMAGE_PATHS.get(chart, ()):
-        node: Any = values
-        for part in path.split("."):
-            node = node.get(part, {}) if isinstance(node, Mapping) else {}
-        if str(node.get("tag", "")) in FLOATING_TAGS and path not in problems:
-            problems.append(path)
-    return problems
-
-
-def exporter_placement_problems(values: Mapping[str, Any]) -> list[str]:
-    """Why a GPU exporter's values would not run on (only) GPU pool nodes; empty when they do."""
-    problems = []
-    tolerations = values.get("tolerations") or []
-    if not any(
-        t.get("key") == names.GPU_TAINT["key"]
-        and t.get("effect") in (None, "", names.GPU_TAINT["effect"])
-        and (t.get("operator") == "Exists" or t.get("value") == names.GPU_TAINT["value"])
-        for t in tolerations
-    ):
-        problems.append(f"does not tolerate the GPU taint {names.GPU_TAINT['key']}:{names.GPU_TAINT['effect']}")
-    terms = (
-        ((values.get("affinity") or {}).get("nodeAffinity") or {})
-        .get("requiredDuringSchedulingIgnoredDuringExecution", {})
-        .get("nodeSelectorTerms", [])
-    )
-    if not terms or not all(
-        any(e.get("key") == names.SHARING_LABEL and e.get("operator") == "Exists" for e in term["matchExpressions"])
-        for term in terms
-    ):
-        problems.append(f"does not require the GPU pool label {names.SHARING_LABEL} (nodeAffinity Exists)")
-    return problems
-
-
-def service_monitor_namespace_problems(obj: Mapping[str, Any], expected: Mapping[str, str]) -> list[str]:
-    """A ServiceMonitor for a known target (by name) must select the namespace that target runs in."""
-    name = obj["metadata"]["name"]
-    if name not in expected:
-        return []
-    selected = obj["spec"].get("namespaceSelector", {}).get("matchNames", [])
-    if selected != [expected[name]]:
-        return [f"ServiceMonitor {name} selects namespaces {selected}, but its target runs in {expected[name]}"]
-    return []
 
 
 def scrape_namespaces() -> dict[str, str]:
@@ -357,7 +274,7 @@ def monitoring_releases(config: StackConfig) -> list[HelmRelease]:
             HelmRelease(
                 names.MONITORING_RELEASE,
                 names.MONITORING_NAMESPACE,
-                KPS_CHART,
+                names.KUBE_PROMETHEUS_STACK_CHART,
                 KPS_VERSION,
                 KPS_REPOSITORY,
                 kube_prometheus_stack_values(config),
@@ -367,7 +284,7 @@ def monitoring_releases(config: StackConfig) -> list[HelmRelease]:
         HelmRelease(
             names.DCGM_RELEASE,
             names.MONITORING_NAMESPACE,
-            DCGM_CHART,
+            names.DCGM_CHART,
             DCGM_VERSION,
             DCGM_REPOSITORY,
             dcgm_exporter_values(config),
@@ -375,7 +292,7 @@ def monitoring_releases(config: StackConfig) -> list[HelmRelease]:
         HelmRelease(
             names.WEBUI_RELEASE,
             names.MONITORING_NAMESPACE,
-            WEBUI_CHART,
+            names.WEBUI_CHART,
             WEBUI_VERSION,
             WEBUI_REPOSITORY,
             webui_values(config),
