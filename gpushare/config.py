@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from gpushare import compat, images, names
+from gpushare import compat, images, names, pins
 from gpushare.hami import SharingProfile
 
 PROJECT = "gpushare"
@@ -310,7 +310,7 @@ class KarpenterConfig(_Model):
     """Karpenter, which launches the GPU nodes."""
 
     chart_version: str = Field(
-        default="1.15.1",
+        default=pins.chart_version(names.KARPENTER_CHART),
         alias="chartVersion",
         description="Karpenter and karpenter-crd chart version; 1.7.0 or newer (NodeOverlay)",
     )
@@ -344,12 +344,12 @@ class HamiConfig(_Model):
     """HAMi, which slices the GPUs of shared pools, and its mock device plugin."""
 
     chart_version: str = Field(
-        default="2.8.3",
+        default=pins.chart_version(names.HAMI_CHART),
         alias="chartVersion",
         description="HAMi chart; its value keys follow the version (2.7.x nvidianodeSelector, 2.8+ nvidiaNodeSelector)",
     )
     mock_device_plugin_image: str = Field(
-        default=f"{compat.MOCK_IMAGE_REPOSITORY}:1.0.1",
+        default=pins.image(compat.MOCK_IMAGE_REPOSITORY),
         alias="mockDevicePluginImage",
         description="Mock device plugin image; must parse the device config of chartVersion",
     )
@@ -396,7 +396,7 @@ class NvidiaDevicePluginConfig(_Model):
     """The official NVIDIA device plugin, used only on exclusive (whole-GPU) pools."""
 
     chart_version: str = Field(
-        default="0.20.1",
+        default=pins.chart_version(names.NVIDIA_PLUGIN_CHART),
         alias="chartVersion",
         pattern=r"^[0-9]+\.[0-9]+\.[0-9]+$",
         description="NVIDIA device plugin chart for exclusive pools",

@@ -8,7 +8,7 @@ import json
 import pytest
 import yaml
 
-from gpushare import names
+from gpushare import names, pins
 from gpushare.errors import ConfigError
 from gpushare.images import UPSTREAM_REGISTRIES as UPSTREAM
 from gpushare.loader import load_stack_config
@@ -91,7 +91,7 @@ def test_webui_compatibility_follows_the_hami_metric_rename():
 
 
 def test_shipped_webui_fits_every_hami_chart_the_config_allows_with_monitoring(prod):
-    assert webui_compatible(prod.hami.chart_version, monitoring.WEBUI_VERSION)
+    assert webui_compatible(prod.hami.chart_version, pins.chart_version(names.WEBUI_CHART))
 
 
 def test_no_floating_image_tags_in_monitoring_releases(prod):
@@ -190,6 +190,6 @@ def test_every_monitoring_value_key_was_verified_in_the_pinned_chart(prod_raw):
         for release in monitoring.monitoring_releases(config):
             assert monitoring.unverified_value_keys(release.chart, release.version, release.values) == [], release.name
     assert monitoring.unverified_value_keys(
-        names.DCGM_CHART, monitoring.DCGM_VERSION, {"nodeSelector": {"a": "b"}}
+        names.DCGM_CHART, pins.chart_version(names.DCGM_CHART), {"nodeSelector": {"a": "b"}}
     ) == ["nodeSelector.a"]
     assert monitoring.unverified_value_keys(names.DCGM_CHART, "9.9.9", {"image": {"tag": "x"}}) == ["image.tag"]

@@ -25,7 +25,7 @@ from typing import Any, Final
 
 import yaml
 
-from gpushare import compat, images, names
+from gpushare import compat, images, names, pins
 from gpushare.config import MonitoringConfig, StackConfig
 from gpushare.files import SAFE_LOADER
 from gpushare.render.hami import hami_values
@@ -33,13 +33,15 @@ from gpushare.render.stack import HelmRelease
 
 DATA = Path(__file__).resolve().parent.parent / "monitoring"
 
-KPS_VERSION: Final = "88.5.3"
-KPS_REPOSITORY: Final = "https://prometheus-community.github.io/helm-charts"
-DCGM_VERSION: Final = "4.8.2"
-DCGM_IMAGE_TAG: Final = "4.5.3-4.8.2-distroless"
-DCGM_REPOSITORY: Final = "https://nvidia.github.io/dcgm-exporter/helm-charts"
-WEBUI_VERSION: Final = "1.1.0"
-WEBUI_REPOSITORY: Final = "https://project-hami.github.io/HAMi-WebUI"
+DCGM_IMAGE: Final = "nvcr.io/nvidia/k8s/dcgm-exporter"
+
+
+def _chart_image(reference: str) -> dict[str, str]:
+    """A chart's image value map (registry, repository, tag) for a pinned `registry/repository`."""
+    registry, _, repository = reference.partition("/")
+    return {"registry": registry, "repository": repository, "tag": pins.image_tag(reference)}
+
+
 # Images each chart pulls by default, written out (with the chart's own tag, so nothing floats) when a mirror
 # covers their registry. kube-prometheus-stack 88.5.3 values.yaml, appVersion v0.93.1 for the operator and its
 # config reloader; subcharts grafana 12.11.1 (appVersion 13.2.0), kube-state-metrics 8.4.0 (v2.20.0),
@@ -47,46 +49,20 @@ WEBUI_REPOSITORY: Final = "https://project-hami.github.io/HAMi-WebUI"
 # subchart). Left out, as they never run here: the CRD upgrade job, the operator's webhook Deployment and
 # Thanos (all off), Grafana's init, dashboard-download, image-renderer and `helm test` images.
 KPS_CHART_IMAGES: Final[images.ImageMaps] = {
-    "prometheusOperator.image": {
-        "registry": "quay.io",
-        "repository": "prometheus-operator/prometheus-operator",
-        "tag": "v0.93.1",
-    },
-    "prometheusOperator.prometheusConfigReloader.image": {
-        "registry": "quay.io",
-        "repository": "prometheus-operator/prometheus-config-reloader",
-        "tag": "v0.93.1",
-    },
-    "prometheusOperator.admissionWebhooks.patch.image": {
-        "registry": "ghcr.io",
-        "repository": "jkroepke/kube-webhook-certgen",
-        "tag": "1.8.7",
-    },
-    "prometheus.prometheusSpec.image": {
-        "registry": "quay.io",
-        "repository": "prometheus/prometheus",
-        "tag": "v3.14.0-distroless",
-    },
-    "alertmanager.alertmanagerSpec.image": {
-        "registry": "quay.io",
-        "repository": "prometheus/alertmanager",
-        "tag": "v0.34.0",
-    },
-    "grafana.image": {"registry": "docker.io", "repository": "grafana/grafana", "tag": "13.2.0"},
-    "grafana.sidecar.image": {"registry": "quay.io", "repository": "kiwigrid/k8s-sidecar", "tag": "2.10.1"},
-    "kube-state-metrics.image": {
-        "registry": "registry.k8s.io",
-        "repository": "kube-state-metrics/kube-state-metrics",
-        "tag": "v2.20.0",
-    },
-    "prometheus-node-exporter.image": {
-        "registry": "quay.io",
-        "repository": "prometheus/node-exporter",
-        "tag": "v1.12.1",
-    },
+    "prometheusOperator.image": _chart_image("quay.io/prometheus-operator/prometheus-operator"),
+    "prometheusOperator.prometheusConfigReloader.image": _chart_image(
+        "quay.io/prometheus-operator/prometheus-config-reloader"
+    ),
+    "prometheusOperator.admissionWebhooks.patch.image": _chart_image("ghcr.io/jkroepke/kube-webhook-certgen"),
+    "prometheus.prometheusSpec.image": _chart_image("quay.io/prometheus/prometheus"),
+    "alertmanager.alertmanagerSpec.image": _chart_image("quay.io/prometheus/alertmanager"),
+    "grafana.image": _chart_image("docker.io/grafana/grafana"),
+    "grafana.sidecar.image": _chart_image("quay.io/kiwigrid/k8s-sidecar"),
+    "kube-state-metrics.image": _chart_image("registry.k8s.io/kube-state-metrics/kube-state-metrics"),
+    "prometheus-node-exporter.image": _chart_image("quay.io/prometheus/node-exporter"),
 }
 # dcgm-exporter 4.8.2 and hami-webui 1.1.0: the registry is part of `repository` (Docker Hub names are short).
-DCGM_CHART_IMAGES: Final[images.ImageMaps] = {"image": {"repository": "nvcr.io/nvidia/k8s/dcgm-exporter"}}
+DCGM_CHART_IMAGES: Final[images.ImageMaps] = {"image": {"repository": DCGM_IMAGE}}
 WEBUI_CHART_IMAGES: Final[images.ImageMaps] = {
     "image.frontend": {"repository": "projecthami/hami-webui-fe-oss"},
     "image.backend": {"repository": "projecthami/hami-webui-be-oss"},
@@ -240,7 +216,7 @@ def kube_prometheus_stack_values(config: StackConfig) -> dict[str, Any]:
 
 def dcgm_exporter_values(config: StackConfig) -> dict[str, Any]:
     values = {
-        "image": {"tag": DCGM_IMAGE_TAG},
+        "image": {"tag": pins.image_tag(DCGM_IMAGE)},
         **_gpu_exporter_placement(),
         "serviceMonitor": {"enabled": True, "additionalLabels": _selector_labels(config.monitoring)},
     }
@@ -248,7 +224,7 @@ def dcgm_exporter_values(config: StackConfig) -> dict[str, Any]:
 
 
 def webui_values(config: StackConfig) -> dict[str, Any]:
-    tag = f"v{WEBUI_VERSION}"
+    tag = f"v{pins.chart_version(names.WEBUI_CHART)}"
     values = {
         "image": {"frontend": {"tag": tag}, "backend": {"tag": tag}},
         "service": {"type": "ClusterIP"},
@@ -275,8 +251,8 @@ def monitoring_releases(config: StackConfig) -> list[HelmRelease]:
                 names.MONITORING_RELEASE,
                 names.MONITORING_NAMESPACE,
                 names.KUBE_PROMETHEUS_STACK_CHART,
-                KPS_VERSION,
-                KPS_REPOSITORY,
+                pins.chart_version(names.KUBE_PROMETHEUS_STACK_CHART),
+                pins.chart_repository(names.KUBE_PROMETHEUS_STACK_CHART),
                 kube_prometheus_stack_values(config),
             )
         )
@@ -285,16 +261,16 @@ def monitoring_releases(config: StackConfig) -> list[HelmRelease]:
             names.DCGM_RELEASE,
             names.MONITORING_NAMESPACE,
             names.DCGM_CHART,
-            DCGM_VERSION,
-            DCGM_REPOSITORY,
+            pins.chart_version(names.DCGM_CHART),
+            pins.chart_repository(names.DCGM_CHART),
             dcgm_exporter_values(config),
         ),
         HelmRelease(
             names.WEBUI_RELEASE,
             names.MONITORING_NAMESPACE,
             names.WEBUI_CHART,
-            WEBUI_VERSION,
-            WEBUI_REPOSITORY,
+            pins.chart_version(names.WEBUI_CHART),
+            pins.chart_repository(names.WEBUI_CHART),
             webui_values(config),
         ),
     ]

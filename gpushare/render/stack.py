@@ -5,14 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpushare import names
+from gpushare import names, pins
 from gpushare.config import StackConfig
 from gpushare.render import hami, karpenter, tenancy
 
-KARPENTER_CHART = f"oci://public.ecr.aws/karpenter/{names.KARPENTER_CHART}"
-KARPENTER_CRD_CHART = f"oci://public.ecr.aws/karpenter/{names.KARPENTER_CRD_CHART}"
-HAMI_REPOSITORY = "https://project-hami.github.io/HAMi/"
-NVIDIA_PLUGIN_REPOSITORY = "https://nvidia.github.io/k8s-device-plugin"
+# Karpenter's charts are OCI artifacts (no separate repository); both live beside each other.
+KARPENTER_CHART = f"{pins.chart_repository(names.KARPENTER_CHART)}/{names.KARPENTER_CHART}"
+KARPENTER_CRD_CHART = f"{pins.chart_repository(names.KARPENTER_CHART)}/{names.KARPENTER_CRD_CHART}"
+HAMI_REPOSITORY = pins.chart_repository(names.HAMI_CHART)
+NVIDIA_PLUGIN_REPOSITORY = pins.chart_repository(names.NVIDIA_PLUGIN_CHART)
 
 
 @dataclass(frozen=True)
