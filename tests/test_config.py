@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from gpushare import pins
 from gpushare.errors import ConfigError
 from gpushare.loader import load_stack_config
 from tests.conftest import raw_stack
@@ -35,8 +36,8 @@ def test_defaults_fill_what_is_left_out():
     for key in ("gpushare:karpenter", "gpushare:hami"):
         del raw[key]
     config = load_stack_config(raw)
-    assert config.karpenter.chart_version == "1.15.1"
-    assert config.hami.chart_version == "2.8.3"
+    assert config.karpenter.chart_version == pins.chart_version("karpenter")
+    assert config.hami.chart_version == pins.chart_version("hami")
     assert config.hami.profile.device_split_count == 10
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
+from gpushare import pins
 from tests.conftest import ROOT, raw_stack, run_plan
 
 
@@ -20,8 +21,8 @@ def test_plan_writes_manifests_and_helm_values(plans):
     hami = yaml.safe_load((folder / "helm" / "hami.yaml").read_text())
     assert (hami["chart"], hami["version"], hami["repository"]) == (
         "hami",
-        "2.8.3",
-        "https://project-hami.github.io/HAMi/",
+        pins.chart_version("hami"),
+        pins.chart_repository("hami"),
     )
 
 

@@ -67,6 +67,23 @@ def test_model_modules_never_import_rules():
             assert not (level == 1 and name.split(".")[0] == "rules"), f"{path.name} imports .{name}"
 
 
+# The gpushare modules the pack may import: facts about charts, names, the catalog and capacity, which the offline
+# cluster checks against the real upstream code. Never config, the loader or a renderer: the pack judges those.
+FACT_MODULES = frozenset({"names", "catalog", "compat", "images", "errors", "files", "hami", "capacity", "pins"})
+
+
+@pytest.mark.parametrize(
+    "path",
+    [PACK.parent / "__main__.py", *sorted(PACK.rglob("*.py"))],
+    ids=lambda path: str(path.relative_to(PACK.parent)),
+)
+def test_the_pack_imports_only_gpushare_facts(path):
+    for level, name in _imported(path):
+        parts = name.split(".")
+        if level == 0 and parts[0] == "gpushare" and len(parts) > 1:
+            assert parts[1] in FACT_MODULES, f"{path.name} imports {name}, which is no fact module"
+
+
 def test_findings_are_built_only_by_the_constructors():
     for path in sorted(PACK.rglob("*.py")):
         if path.name == "rule.py":

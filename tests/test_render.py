@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from gpushare import names
+from gpushare import names, pins
 from gpushare.loader import load_stack_config
 from gpushare.render import hami, karpenter, tenancy
 from gpushare.render.stack import helm_releases, kubernetes_objects
@@ -115,7 +115,7 @@ def test_mock_daemonset_reads_the_hami_release_configmap_on_hami_nodes(dev):
     config_volume = next(v for v in pod["volumes"] if v["name"] == "device-config")
     assert config_volume["configMap"]["name"] == "hami-scheduler-device"
     container = pod["containers"][0]
-    assert container["image"] == "docker.io/projecthami/mock-device-plugin:1.0.1"
+    assert container["image"] == pins.image("docker.io/projecthami/mock-device-plugin")
     assert "--device-config-file=/device-config.yaml" in container["command"]
     assert container["securityContext"]["allowPrivilegeEscalation"] is False
 
@@ -193,4 +193,4 @@ def test_time_sliced_pool_gets_its_plugin_config_overlays_and_replica_limit(dev)
         "g6-timeslice-g6-xlarge": {"nvidia.com/gpu": "0", "nvidia.com/gpu.shared": "4"},
         "g6-timeslice-g6-2xlarge": {"nvidia.com/gpu": "0", "nvidia.com/gpu.shared": "4"},
     }
-    assert plugin.version == "0.20.1"
+    assert plugin.version == pins.chart_version("nvidia-device-plugin")
