@@ -5,17 +5,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from functools import cache
 from typing import Any
 
 import pytest
 import yaml
 
-from gpushare import images
-from gpushare.config import StackConfig
-from gpushare.loader import load_stack_config
-from gpushare.render.monitoring import monitoring_objects, monitoring_releases
-from gpushare.render.stack import helm_releases, kubernetes_objects
+from gpushare import compat, images, names, pins
 from tests.conftest import raw_stack, run_plan
+from tools.offline import run_program
 
 ECR = "123456789012.dkr.ecr.us-west-2.amazonaws.com"
 MIRRORS = {
@@ -52,21 +50,23 @@ PROD_IMAGES = {
 }
 
 
-def _config(stack: str, mirrors: dict[str, str]) -> StackConfig:
+def _rendered(stack: str, mirrors: dict[str, str]) -> dict[str, Any]:
+    """Release chart -> values, object id -> object: everything the stack deploys, as its offline plan has it."""
+    return _planned(stack, tuple(sorted(mirrors.items())))
+
+
+@cache
+def _planned(stack: str, mirrors: tuple[tuple[str, str], ...]) -> dict[str, Any]:
     raw = raw_stack(stack)
     if mirrors:
-        raw["gpushare:registryMirrors"] = mirrors
-    return load_stack_config(raw)
-
-
-def _rendered(config: StackConfig) -> dict[str, Any]:
-    """Release chart -> values, object id -> object: everything the stack deploys, as plain data."""
-    releases = helm_releases(config) + monitoring_releases(config)
-    objects = kubernetes_objects(config) + monitoring_objects(config)
-    rendered: dict[str, Any] = {release.chart.rsplit("/", 1)[-1]: release.values for release in releases}
-    for obj in objects:
-        meta = obj["metadata"]
-        rendered["-".join(p for p in (obj["kind"], meta.get("namespace"), meta["name"]) if p).lower()] = obj
+        raw["gpushare:registryMirrors"] = dict(mirrors)
+    rendered: dict[str, Any] = {}
+    for resource in run_program(raw, stack).recorded:
+        inputs = resource["inputs"]
+        if resource["type"] == "kubernetes:helm.sh/v3:Release":
+            rendered[inputs["chart"].rsplit("/", 1)[-1]] = inputs.get("values", {})
+        elif resource["type"].startswith("kubernetes:"):
+            rendered[resource["name"]] = inputs  # named by object id, as the plan's manifests/ files are
     return rendered
 
 
@@ -146,7 +146,7 @@ def test_image_maps_keep_the_chart_split_and_tag():
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_every_image_goes_through_the_mirror_of_its_registry(stack):
-    rendered = _rendered(_config(stack, MIRRORS))
+    rendered = _rendered(stack, MIRRORS)
     refs = image_refs(rendered)
     assert refs
     outside = {where: ref for where, ref in refs.items() if not ref.startswith(tuple(MIRRORS.values()))}
@@ -155,12 +155,12 @@ def test_every_image_goes_through_the_mirror_of_its_registry(stack):
 
 
 def test_every_image_prod_deploys_is_written_out_behind_mirrors():
-    assert set(image_refs(_rendered(_config("prod", MIRRORS)))) == PROD_IMAGES
+    assert set(image_refs(_rendered("prod", MIRRORS))) == PROD_IMAGES
 
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_without_mirrors_the_stack_sets_only_its_own_images(stack):
-    refs = image_refs(_rendered(_config(stack, {})))
+    refs = image_refs(_rendered(stack, {}))
     assert {path for _, path in refs} <= {
         "scheduler.kubeScheduler.image",
         "scheduler.patch.image",
@@ -168,15 +168,15 @@ def test_without_mirrors_the_stack_sets_only_its_own_images(stack):
         "spec.template.spec.containers[0].image",
     }
     assert refs["daemonset-kube-system-hami-mock-device-plugin", "spec.template.spec.containers[0].image"] == (
-        "docker.io/projecthami/mock-device-plugin:1.0.1"
+        pins.image(compat.MOCK_IMAGE_REPOSITORY)
     )
 
 
 @pytest.mark.parametrize("registry", images.UPSTREAM_REGISTRIES)
 def test_one_mirror_moves_the_images_of_its_registry_and_no_other(registry):
-    plain = image_refs(_rendered(_config("prod", {})))
-    full = image_refs(_rendered(_config("prod", MIRRORS)))
-    one = image_refs(_rendered(_config("prod", {registry: MIRRORS[registry]})))
+    plain = image_refs(_rendered("prod", {}))
+    full = image_refs(_rendered("prod", MIRRORS))
+    one = image_refs(_rendered("prod", {registry: MIRRORS[registry]}))
     for where, ref in one.items():
         if ref.startswith(f"{MIRRORS[registry]}/"):
             assert full[where] == ref
@@ -186,15 +186,15 @@ def test_one_mirror_moves_the_images_of_its_registry_and_no_other(registry):
 
 
 def test_chart_defaults_keep_their_tags_and_digests():
-    rendered = _rendered(_config("prod", MIRRORS))
+    rendered = _rendered("prod", MIRRORS)
     assert rendered["karpenter"]["controller"]["image"] == {"repository": f"{ECR}/ecr-public/karpenter/controller"}
     assert rendered["hami"]["devicePlugin"]["image"] == {
         "registry": f"{ECR}/docker-hub",
         "repository": "projecthami/hami",
     }
-    assert rendered["dcgm-exporter"]["image"]["tag"] == "4.5.3-4.8.2-distroless"
+    assert rendered["dcgm-exporter"]["image"]["tag"] == pins.image_tag("nvcr.io/nvidia/k8s/dcgm-exporter")
     assert rendered["hami-webui"]["image"]["frontend"] == {
-        "tag": "v1.1.0",
+        "tag": f"v{pins.chart_version(names.WEBUI_CHART)}",
         "repository": f"{ECR}/docker-hub/projecthami/hami-webui-fe-oss",
     }
 

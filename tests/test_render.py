@@ -8,7 +8,7 @@ import yaml
 from gpushare import names, pins
 from gpushare.loader import load_stack_config
 from gpushare.render import hami, karpenter, tenancy
-from gpushare.render.stack import helm_releases, kubernetes_objects
+from gpushare.render.stack import helm_releases
 from tests.conftest import raw_stack
 
 
@@ -58,8 +58,8 @@ def test_exclusive_pools_get_no_overlays(prod):
     assert karpenter.node_overlays(prod, prod.pool("training")) == []
 
 
-def test_overlay_names_are_unique_across_the_stack(prod):
-    overlays = [o for o in kubernetes_objects(prod) if o["kind"] == "NodeOverlay"]
+def test_overlay_names_are_unique_across_the_stack(plans):
+    overlays = [r["inputs"] for r in plans["prod"]["resources"] if r["type"].endswith(":NodeOverlay")]
     assert len({o["metadata"]["name"] for o in overlays}) == len(overlays) == 7
 
 

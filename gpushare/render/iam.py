@@ -34,6 +34,10 @@ def managed_policy_arn(partition: str, name: str) -> str:
     return f"arn:{partition}:iam::aws:policy/{name}"
 
 
+# The managed EKS access policy that grants edit rights; the tenancy component scopes it to a team's namespace.
+TEAM_ACCESS_POLICY = "AmazonEKSEditPolicy"
+
+
 def eks_access_policy_arn(partition: str, name: str) -> str:
     """An EKS access policy (AmazonEKSClusterAdminPolicy, AmazonEKSEditPolicy, ...) in `partition`."""
     return f"arn:{partition}:eks::aws:cluster-access-policy/{name}"

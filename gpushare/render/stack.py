@@ -1,4 +1,4 @@
-"""Everything the stack deploys, rendered as plain data: the Helm releases and the Kubernetes objects."""
+"""The stack's Helm releases as plain data, and the id every rendered object is declared and written under."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 from gpushare import names, pins
 from gpushare.config import StackConfig
-from gpushare.render import hami, karpenter, tenancy
+from gpushare.render import hami, karpenter
 
 # Karpenter's charts are OCI artifacts (no separate repository); both live beside each other.
 KARPENTER_CHART = f"{pins.chart_repository(names.KARPENTER_CHART)}/{names.KARPENTER_CHART}"
@@ -84,25 +84,7 @@ def helm_releases(config: StackConfig) -> list[HelmRelease]:
     return releases
 
 
-def gpu_capacity_objects(config: StackConfig) -> list[dict[str, Any]]:
-    """EC2NodeClass, then per pool its NodePool and overlays."""
-    objects = [karpenter.ec2_node_class(config)]
-    for pool in config.pools:
-        objects.append(karpenter.node_pool(config, pool))
-        objects.extend(karpenter.node_overlays(config, pool))
-    return objects
-
-
-def tenancy_objects(config: StackConfig) -> list[dict[str, Any]]:
-    return tenancy.priority_classes() + [obj for team in config.teams for obj in tenancy.team_objects(config, team)]
-
-
 def object_id(obj: dict[str, Any]) -> str:
     """Unique, readable id of a rendered object: kind, namespace when namespaced, name (all lower case)."""
     meta = obj["metadata"]
     return "-".join(part for part in (obj["kind"], meta.get("namespace"), meta["name"]) if part).lower()
-
-
-def kubernetes_objects(config: StackConfig) -> list[dict[str, Any]]:
-    """Every Kubernetes object the stack creates directly (not through Helm), in apply order."""
-    return gpu_capacity_objects(config) + hami.mock_device_plugin_objects(config) + tenancy_objects(config)
