@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.policies.rules.breaking import delete_at, node_class, overlay, pool, set_at
 from tests.policy_helpers import broken, messages, resources_of
-from tests.test_policy_rules import _del, _set, node_class, overlay, pool
 
 POOL_RULE = "nodepool-crd-valid"
 OVERLAY_RULE = "node-overlay-crd-valid"
@@ -19,15 +19,15 @@ DISCOVERY = {"karpenter.sh/discovery": "gpushare-dev"}
 
 
 def pool_set(path, value):
-    return lambda r: _set(pool(r)["spec"], path, value)
+    return lambda r: set_at(pool(r)["spec"], path, value)
 
 
 def overlay_set(path, value):
-    return lambda r: _set(overlay(r)["spec"], path, value)
+    return lambda r: set_at(overlay(r)["spec"], path, value)
 
 
 def class_set(path, value):
-    return lambda r: _set(node_class(r)["spec"], path, value)
+    return lambda r: set_at(node_class(r)["spec"], path, value)
 
 
 def requirement(key, operator, values=None, **extra):
@@ -113,7 +113,7 @@ VALID = {
     "overlay Exists without values": (OVERLAY_RULE, overlay_requirement(requirement("gpu", "Exists"))),
     "instanceProfile instead of role": (
         CLASS_RULE,
-        both(lambda r: _del(node_class(r)["spec"], ["role"]), class_set(["instanceProfile"], "gpu-nodes")),
+        both(lambda r: delete_at(node_class(r)["spec"], ["role"]), class_set(["instanceProfile"], "gpu-nodes")),
     ),
     "subnet by id": (CLASS_RULE, class_set(["subnetSelectorTerms"], [{"id": "subnet-0abc"}])),
     "id with tags beside a plain term (the CRD's all())": (
@@ -134,7 +134,7 @@ VALID = {
     "snapshot instead of size": (
         CLASS_RULE,
         both(
-            lambda r: _del(node_class(r)["spec"]["blockDeviceMappings"][0]["ebs"], ["volumeSize"]),
+            lambda r: delete_at(node_class(r)["spec"]["blockDeviceMappings"][0]["ebs"], ["volumeSize"]),
             class_set(["blockDeviceMappings", 0, "ebs", "snapshotID"], "snap-0abc"),
         ),
     ),
@@ -184,7 +184,7 @@ CASES = {
     "overlay weight 10001": (OVERLAY_RULE, overlay_set(["weight"], 10001), [XL + "spec.weight is 10001"]),
     "overlay requirements missing": (
         OVERLAY_RULE,
-        lambda r: _del(overlay(r)["spec"], ["requirements"]),
+        lambda r: delete_at(overlay(r)["spec"], ["requirements"]),
         [XL + "spec.requirements not set", "requires it"],
     ),
     "overlay In without values": (
@@ -344,7 +344,7 @@ CASES = {
     ),
     "pool requirements missing": (
         POOL_RULE,
-        lambda r: _del(pool(r)["spec"]["template"]["spec"], ["requirements"]),
+        lambda r: delete_at(pool(r)["spec"]["template"]["spec"], ["requirements"]),
         [G5 + "spec.template.spec.requirements not set", "requires it"],
     ),
     "label karpenter.sh/nodepool": (
@@ -409,7 +409,7 @@ CASES = {
     ),
     "pool template missing": (
         POOL_RULE,
-        lambda r: _del(pool(r)["spec"], ["template"]),
+        lambda r: delete_at(pool(r)["spec"], ["template"]),
         [G5 + "spec.template not set"],
     ),
     # EC2NodeClass
@@ -420,7 +420,7 @@ CASES = {
     ),
     "neither role nor instanceProfile": (
         CLASS_RULE,
-        lambda r: _del(node_class(r)["spec"], ["role"]),
+        lambda r: delete_at(node_class(r)["spec"], ["role"]),
         [GPU + "spec.role not set", "exactly one of role and instanceProfile (instanceProfile not set)"],
     ),
     "empty role": (CLASS_RULE, class_set(["role"], ""), [GPU + 'spec.role is ""', "empty role"]),
@@ -431,7 +431,7 @@ CASES = {
     ),
     "subnet terms missing": (
         CLASS_RULE,
-        lambda r: _del(node_class(r)["spec"], ["subnetSelectorTerms"]),
+        lambda r: delete_at(node_class(r)["spec"], ["subnetSelectorTerms"]),
         [GPU + "spec.subnetSelectorTerms not set", "requires it"],
     ),
     "empty subnet term": (
@@ -560,7 +560,7 @@ CASES = {
     ),
     "volume without size or snapshot": (
         CLASS_RULE,
-        lambda r: _del(node_class(r)["spec"]["blockDeviceMappings"][0]["ebs"], ["volumeSize"]),
+        lambda r: delete_at(node_class(r)["spec"]["blockDeviceMappings"][0]["ebs"], ["volumeSize"]),
         [GPU + "spec.blockDeviceMappings[0].ebs.volumeSize not set", "snapshotID or volumeSize"],
     ),
     "two root volumes": (
