@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from policies.gpushare_policies.shape import MalformedStack
-from tests.test_check_cli import run_check, write_plan
+from tests.tools.test_check import run_check, write_plan
 from tools.check import check, policy_config_for
 
 
