@@ -57,7 +57,7 @@ def karpenter_controller_policy(
 
     Source: aws/karpenter-provider-aws@1d927085dd81 website/content/en/docs/getting-started/
     getting-started-with-karpenter/cloudformation.yaml (its docs pin KARPENTER_VERSION 1.14.1; no 1.15
-    docs were readable here). tests/test_iam.py holds that statement list as data and compares.
+    docs were readable here). tests/gpushare/render/test_iam.py holds that statement list as data and compares.
     """
     ec2 = f"arn:{partition}:ec2:{region}"
     owned = {f"aws:ResourceTag/kubernetes.io/cluster/{cluster_name}": "owned"}

@@ -1,4 +1,5 @@
-"""Team admission: scheduler policy, priority and spot mutations, the per-GPU request limit, and their checks."""
+"""Team objects: namespaces, quotas, scheduler policy, priority and spot mutations, the per-GPU request limit,
+and the pack's checks on them."""
 
 from __future__ import annotations
 
@@ -258,3 +259,35 @@ def test_per_gpu_limit_check_finds_missing_and_loosened_policies(dev):
         "ValidatingAdmissionPolicy gpushare-inference-per-gpu-limit: differs from the per-GPU limits of pools "
         "g4dn-shared",
     ]
+
+
+def test_team_quota_covers_hami_resources(prod):
+    objects = tenancy.team_objects(prod, prod.teams[0])
+    assert [o["kind"] for o in objects][:3] == ["Namespace", "ResourceQuota", "LimitRange"]
+    assert objects[1]["spec"]["hard"] == {
+        "requests.nvidia.com/gpu": "120",
+        "requests.nvidia.com/gpumem": "368448",
+        "requests.nvidia.com/gpucores": "1600",
+    }
+
+
+def test_team_only_on_exclusive_pools_skips_the_hami_webhook(prod_raw):
+    prod_raw["gpushare:teams"][0]["pools"] = ["training", "g5-shared"]
+    prod_raw["gpushare:teams"].append({"name": "trainers", "pools": ["training"], "quota": {"gpus": 8}})
+    config = load_stack_config(prod_raw)
+    namespace = tenancy.team_objects(config, config.teams[-1])[0]
+    assert namespace["metadata"]["labels"]["hami.io/webhook"] == "ignore"
+    mixed = tenancy.team_objects(config, config.teams[0])[0]
+    assert "hami.io/webhook" not in mixed["metadata"]["labels"]
+
+
+def test_team_scheduler_policy_and_pools_are_recorded_on_the_namespace(dev):
+    namespace = tenancy.team_objects(dev, dev.teams[1])[0]
+    assert namespace["metadata"]["annotations"] == {
+        "gpushare.io/gpu-scheduler-policy": "binpack",
+        "gpushare.io/node-scheduler-policy": "spread",
+        "gpushare.io/pools": "g4dn-shared",
+    }
+    assert tenancy.team_objects(dev, dev.teams[0])[0]["metadata"]["annotations"] == {
+        "gpushare.io/pools": "g5-shared,g4dn-shared,g6-timeslice"
+    }
