@@ -18,7 +18,7 @@ from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 from policies.gpushare_policies.registry import PACK_NAME, RULES, PolicyConfig, evaluate
 from policies.gpushare_policies.stack import from_plan
 from tests.conftest import ROOT
-from tests.policy_helpers import find
+from tests.policies.helpers import find
 
 LEVEL_NAMES = {analyzer_pb2.ADVISORY: "advisory", analyzer_pb2.MANDATORY: "mandatory"}
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.policies.helpers import broken, messages, resources_of
 from tests.policies.rules.breaking import delete_at, node_class, overlay, pool, set_at
-from tests.policy_helpers import broken, messages, resources_of
 
 POOL_RULE = "nodepool-crd-valid"
 OVERLAY_RULE = "node-overlay-crd-valid"

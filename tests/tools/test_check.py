@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from tests.conftest import ROOT
-from tests.policy_helpers import find
+from tests.policies.helpers import find
 
 
 def run_check(*args):

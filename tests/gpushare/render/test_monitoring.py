@@ -18,7 +18,7 @@ from policies.gpushare_policies.rules.monitoring_images_pinned import floating_i
 from policies.gpushare_policies.rules.monitoring_webui_reads_hami_metrics import webui_compatible
 from policies.gpushare_policies.rules.service_monitors_find_their_targets import service_monitor_namespace_problems
 from tests.conftest import ROOT, raw_stack
-from tests.test_wiring import by_type, one, urn
+from tests.test_main import by_type, one, urn
 
 HELM = "kubernetes:helm.sh/v3:Release"
 README = (ROOT / "README.md").read_text()

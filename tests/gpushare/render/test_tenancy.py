@@ -12,7 +12,7 @@ from gpushare.loader import load_stack_config
 from gpushare.render import tenancy
 from policies.gpushare_policies.rules.team_admission_scoped import scope_problems
 from policies.gpushare_policies.rules.team_scheduler_policy_applied import unapplied_policies
-from tests.policy_helpers import view_of
+from tests.policies.helpers import view_of
 
 
 def _by_name(objects):

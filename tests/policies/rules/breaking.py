@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 
-from tests.policy_helpers import broken, find, messages
+from tests.policies.helpers import broken, find, messages
 
 G5 = "g5-shared"
 

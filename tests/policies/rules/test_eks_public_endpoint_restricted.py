@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from tests.policies.helpers import broken, messages
 from tests.policies.rules.breaking import (
     caught,
     cluster,
     delete_at,
     set_at,
 )
-from tests.policy_helpers import broken, messages
 
 # (policy, change, every fragment one message must contain), on the dev plan
 CASES = {

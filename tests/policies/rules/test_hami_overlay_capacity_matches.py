@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.policies.helpers import broken, find, messages
 from tests.policies.rules.breaking import (
     caught,
     overlay,
@@ -11,7 +12,6 @@ from tests.policies.rules.breaking import (
     release,
     set_at,
 )
-from tests.policy_helpers import broken, find, messages
 
 # (policy, change, every fragment one message must contain), on the dev plan
 CASES = {

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.policies.helpers import drop
 from tests.policies.rules.breaking import (
     G5_XL,
     caught,
@@ -12,7 +13,6 @@ from tests.policies.rules.breaking import (
     pool,
     set_at,
 )
-from tests.policy_helpers import drop
 
 # (policy, change, every fragment one message must contain), on the dev plan
 CASES = {

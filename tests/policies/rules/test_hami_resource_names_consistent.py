@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.policies.helpers import find
 from tests.policies.rules.breaking import (
     caught,
     overlay,
@@ -11,7 +12,6 @@ from tests.policies.rules.breaking import (
     rename_key,
     set_at,
 )
-from tests.policy_helpers import find
 
 # (policy, change, every fragment one message must contain), on the dev plan
 CASES = {

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from tests.policies.helpers import find
 from tests.policies.rules.breaking import (
     caught,
     set_at,
 )
-from tests.policy_helpers import find
 
 # (policy, change, every fragment one message must contain), on the dev plan
 CASES = {

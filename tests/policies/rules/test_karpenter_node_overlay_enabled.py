@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from tests.policies.helpers import broken, drop, messages
 from tests.policies.rules.breaking import (
     caught,
     delete_at,
     release,
     set_at,
 )
-from tests.policy_helpers import broken, drop, messages
 
 # (policy, change, every fragment one message must contain), on the dev plan
 CASES = {

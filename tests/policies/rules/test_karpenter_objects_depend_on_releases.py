@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from tests.policies.helpers import broken, drop, entry, messages, violations
 from tests.policies.rules.breaking import (
     G5,
     caught,
     set_at,
 )
-from tests.policy_helpers import broken, drop, entry, messages, violations
 
 # (policy, change, every fragment one message must contain), on the dev plan
 CASES = {

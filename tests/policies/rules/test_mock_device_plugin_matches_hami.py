@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.policies.helpers import drop
 from tests.policies.rules.breaking import (
     MOCK_REPO,
     caught,
@@ -11,7 +12,6 @@ from tests.policies.rules.breaking import (
     release,
     set_at,
 )
-from tests.policy_helpers import drop
 
 # (policy, change, every fragment one message must contain), on the dev plan
 CASES = {

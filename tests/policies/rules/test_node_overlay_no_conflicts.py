@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from tests.policies.helpers import broken, entry, messages
 from tests.policies.rules.breaking import (
     G5_XL,
     caught,
     overlay,
     renamed,
 )
-from tests.policy_helpers import broken, entry, messages
 
 # (policy, change, every fragment one message must contain), on the dev plan
 CASES = {

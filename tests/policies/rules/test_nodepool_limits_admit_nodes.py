@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from tests.policies.helpers import messages, resources_of
 from tests.policies.rules.breaking import (
     caught,
     pool,
     set_at,
 )
-from tests.policy_helpers import messages, resources_of
 
 # (policy, change, every fragment one message must contain), on the dev plan
 CASES = {

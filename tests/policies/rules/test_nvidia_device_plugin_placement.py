@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.policies.helpers import broken, drop, entry, messages
 from tests.policies.rules.breaking import (
     G5,
     TS,
@@ -15,7 +16,6 @@ from tests.policies.rules.breaking import (
     renamed,
     set_at,
 )
-from tests.policy_helpers import broken, drop, entry, messages
 
 # (policy, change, every fragment one message must contain), on the dev plan
 CASES = {

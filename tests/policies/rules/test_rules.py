@@ -8,6 +8,7 @@ import importlib
 import pytest
 
 from policies.gpushare_policies.registry import RULES
+from tests.policies.helpers import broken, find, messages, resources_of, violations
 from tests.policies.rules.breaking import (
     MOCK_REPO,
     PER_GPU,
@@ -17,7 +18,6 @@ from tests.policies.rules.breaking import (
     release,
     set_at,
 )
-from tests.policy_helpers import broken, find, messages, resources_of, violations
 
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])

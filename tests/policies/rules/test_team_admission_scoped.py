@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from tests.policies.helpers import find
 from tests.policies.rules.breaking import (
     INFERENCE_NODE_POLICY,
     caught,
     delete_at,
     set_at,
 )
-from tests.policy_helpers import find
 
 # (policy, change, every fragment one message must contain), on the dev plan
 CASES = {

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from gpushare.names import GPU_SHARED
+from tests.policies.helpers import broken, drop, find, messages
 from tests.policies.rules.breaking import (
     caught,
     delete_at,
 )
-from tests.policy_helpers import broken, drop, find, messages
 
 # (policy, change, every fragment one message must contain), on the dev plan
 CASES = {

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from gpushare.names import GPU_SHARED
+from tests.policies.helpers import drop, find
 from tests.policies.rules.breaking import (
     PER_GPU,
     caught,
     set_at,
 )
-from tests.policy_helpers import drop, find
 
 # (policy, change, every fragment one message must contain), on the dev plan
 CASES = {

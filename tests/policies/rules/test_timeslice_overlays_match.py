@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gpushare.names import GPU_SHARED
+from tests.policies.helpers import drop
 from tests.policies.rules.breaking import (
     TS,
     TS_LABELS,
@@ -15,7 +16,6 @@ from tests.policies.rules.breaking import (
     release,
     set_at,
 )
-from tests.policy_helpers import drop
 
 # (policy, change, every fragment one message must contain), on the dev plan
 CASES = {
