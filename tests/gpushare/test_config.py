@@ -204,7 +204,7 @@ BAD_CONFIG = [
     (
         "memoryFactor the chart cannot set",
         _set("gpushare:hami.profile.memoryFactor", 4),
-        "gpushare:hami: profile.memoryFactor 4: HAMi chart 2.8.3 hard-codes memoryFactor: 1",
+        f"gpushare:hami: profile.memoryFactor 4: HAMi chart {pins.chart_version('hami')} hard-codes memoryFactor: 1",
     ),
     (
         "untagged mock image",

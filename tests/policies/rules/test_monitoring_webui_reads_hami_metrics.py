@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from gpushare import pins
 from tests.policies.rules.breaking import (
     caught,
     release,
@@ -15,7 +16,7 @@ PROD_CASES = {
     "webui for HAMi 2.9 metrics": (
         "monitoring-webui-reads-hami-metrics",
         lambda r: set_at(release(r, "hami-webui"), ["version"], "1.2.0"),
-        ['Release hami-webui: version is "1.2.0"', "HAMi chart 2.8.3", "1.1.0 with HAMi 2.4.0"],
+        ['Release hami-webui: version is "1.2.0"', f"HAMi chart {pins.chart_version('hami')}", "1.1.0 with HAMi 2.4.0"],
     ),
 }
 
