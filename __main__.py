@@ -1,4 +1,7 @@
-"""gpushare Pulumi program: read the typed stack config, then wire one component per concern."""
+"""gpushare Pulumi program: read the typed stack config, render it, and hand each component what it declares.
+
+Every renderer call is on this page, so what a component gets is read here; components only declare.
+"""
 
 from __future__ import annotations
 
@@ -6,21 +9,23 @@ import pulumi
 import pulumi_aws as aws
 from pulumi.runtime.config import CONFIG, get_config_env
 
-from components.capacity import GpuCapacity, GpuCapacityArgs
+from components.capacity import GpuCapacity, GpuCapacityArgs, PoolObjects
 from components.cluster import Cluster, ClusterArgs
 from components.hami import ChartArgs, Hami, MockDevicePlugin, MockDevicePluginArgs, NvidiaDevicePlugin
 from components.karpenter import Karpenter, KarpenterArgs
 from components.monitoring import Monitoring, MonitoringArgs
 from components.network import Network, NetworkArgs
-from components.tenancy import Tenancy, TenancyArgs
+from components.tenancy import TeamObjects, Tenancy, TenancyArgs
 from gpushare import names
 from gpushare.capacity import pool_plans
-from gpushare.config import load_stack_config
 from gpushare.errors import UserError
+from gpushare.loader import load_stack_config
+from gpushare.render import iam
 from gpushare.render.hami import mock_device_plugin_objects
-from gpushare.render.karpenter import ec2_node_class
+from gpushare.render.karpenter import ec2_node_class, node_overlays, node_pool, node_pool_delete_timeout
 from gpushare.render.monitoring import monitoring_objects, monitoring_releases
 from gpushare.render.stack import helm_releases
+from gpushare.render.tenancy import priority_classes, team_objects
 
 try:
     config = load_stack_config({**get_config_env(), **CONFIG.get()})
@@ -73,11 +78,29 @@ if names.NVIDIA_PLUGIN_RELEASE in releases:
         ChartArgs(releases[names.NVIDIA_PLUGIN_RELEASE], cluster.provider, cluster.system_nodes),
     )
     plugins[names.SHARING_EXCLUSIVE] = plugins[names.SHARING_TIMESLICE] = [nvidia.release]
-GpuCapacity(
-    "gpu-capacity",
-    GpuCapacityArgs(config, cluster.provider, [*karpenter.releases, karpenter.node_class], plugins),
+pools = [
+    PoolObjects(
+        pool.name, pool.sharing, node_pool(config, pool), node_overlays(config, pool), node_pool_delete_timeout(pool)
+    )
+    for pool in config.pools
+]
+karpenter_objects = [*karpenter.releases, karpenter.node_class]
+GpuCapacity("gpu-capacity", GpuCapacityArgs(pools, cluster.provider, karpenter_objects, plugins))
+teams = [TeamObjects(team.name, team_objects(config, team), team.namespace_access_role_arn) for team in config.teams]
+# Each team's access role may edit its own namespace only (the access scope), through this managed policy.
+team_access = partition.apply(lambda p: iam.eks_access_policy_arn(p, iam.TEAM_ACCESS_POLICY))
+Tenancy(
+    cluster_name,
+    TenancyArgs(
+        priority_classes(),
+        teams,
+        cluster.provider,
+        cluster.eks_cluster,
+        cluster_name,
+        config.cluster.tags,
+        team_access,
+    ),
 )
-Tenancy(cluster_name, TenancyArgs(config, cluster.provider, cluster.eks_cluster, partition))
 if config.monitoring.enabled:
     scraped = [cluster.system_nodes, hami.release, *karpenter.releases]
     args = MonitoringArgs(monitoring_releases(config), monitoring_objects(config), cluster.provider, scraped)

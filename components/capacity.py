@@ -8,20 +8,31 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 
 from components.kube import declare_all
-from gpushare.config import StackConfig
-from gpushare.render.karpenter import node_overlays, node_pool, node_pool_delete_timeout
+
+
+@dataclass(frozen=True)
+class PoolObjects:
+    """One pool as rendered: its NodePool, its overlays, its sharing mode (which device plugin its nodes need)
+    and how long Pulumi waits for the NodePool's deletion."""
+
+    name: str
+    sharing: str
+    node_pool: dict[str, Any]
+    overlays: Sequence[dict[str, Any]]
+    delete_timeout: str
 
 
 @dataclass(frozen=True)
 class GpuCapacityArgs:
-    """The whole config: overlays and pools are rendered from the catalog, HAMi profile and pools together.
-    `plugin_dependencies` maps a sharing mode (hami, exclusive, timeslice) to the plugins its nodes need."""
+    """The rendered pools; `plugin_dependencies` maps a sharing mode (hami, exclusive, timeslice) to the plugins
+    its nodes need."""
 
-    config: StackConfig
+    pools: Sequence[PoolObjects]
     provider: pulumi.ProviderResource
     karpenter_dependencies: Sequence[pulumi.Resource]
     plugin_dependencies: Mapping[str, Sequence[pulumi.Resource]]
@@ -32,16 +43,16 @@ class GpuCapacity(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: GpuCapacityArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpushare:index:GpuCapacity", name, None, opts)
-        config, provider, karpenter = args.config, args.provider, args.karpenter_dependencies
+        provider, karpenter = args.provider, args.karpenter_dependencies
         self.node_pools = []
-        for pool in config.pools:
-            overlays = declare_all(node_overlays(config, pool), self, provider, karpenter)
+        for pool in args.pools:
+            overlays = declare_all(pool.overlays, self, provider, karpenter)
             [pool_resource] = declare_all(
-                [node_pool(config, pool)],
+                [pool.node_pool],
                 self,
                 provider,
                 [*karpenter, *args.plugin_dependencies[pool.sharing], *overlays],
-                pulumi.CustomTimeouts(delete=node_pool_delete_timeout(pool)),
+                pulumi.CustomTimeouts(delete=pool.delete_timeout),
             )
             self.node_pools.append(pool_resource)
-        self.register_outputs({"pools": [pool.name for pool in config.pools]})
+        self.register_outputs({"pools": [pool.name for pool in args.pools]})

@@ -3,58 +3,66 @@ namespace-scoped API access."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
 
 from components.kube import declare_all
-from gpushare.config import StackConfig
-from gpushare.render import iam
-from gpushare.render.tenancy import priority_classes, team_objects
 
-# The managed EKS access policy that grants edit rights, scoped below to the team's namespace only.
-TEAM_ACCESS_POLICY = "AmazonEKSEditPolicy"
+
+@dataclass(frozen=True)
+class TeamObjects:
+    """One team as rendered: its namespace first, then what lives in it; `access_role_arn` (optional) gets
+    `access_policy_arn` scoped to that namespace."""
+
+    name: str
+    objects: Sequence[dict[str, Any]]
+    access_role_arn: str | None
 
 
 @dataclass(frozen=True)
 class TenancyArgs:
-    """The whole config: team objects are rendered from teams, pools and the catalog together. Access entries
-    wait for `eks_cluster`; `partition` is the one the program looked up."""
+    """The rendered PriorityClasses and teams. Access entries wait for `eks_cluster`; `access_policy_arn` is the
+    EKS access policy (in the partition the program looked up) each team's role gets on its namespace."""
 
-    config: StackConfig
+    priority_classes: Sequence[dict[str, Any]]
+    teams: Sequence[TeamObjects]
     provider: pulumi.ProviderResource
     eks_cluster: pulumi.Resource
-    partition: pulumi.Output[str]
+    cluster_name: str
+    tags: Mapping[str, str]
+    access_policy_arn: pulumi.Output[str]
 
 
 class Tenancy(pulumi.ComponentResource):
     def __init__(self, name: str, args: TenancyArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpushare:index:Tenancy", name, None, opts)
-        config, provider = args.config, args.provider
-        cluster = config.cluster
+        provider = args.provider
         after_cluster = pulumi.ResourceOptions(parent=self, depends_on=[args.eks_cluster])
-        classes = declare_all(priority_classes(), self, provider)
-        for team in config.teams:
-            namespace, *owned = team_objects(config, team)
+        classes = declare_all(args.priority_classes, self, provider)
+        for team in args.teams:
+            namespace, *owned = team.objects
             # The team's priority policy names a class: create the classes before anything can use them.
             declare_all(owned, self, provider, [*declare_all([namespace], self, provider), *classes])
-            if team.namespace_access_role_arn is None:
+            if team.access_role_arn is None:
                 continue
             entry = aws.eks.AccessEntry(
                 f"{name}-team-{team.name}",
-                cluster_name=cluster.name,
-                principal_arn=team.namespace_access_role_arn,
+                cluster_name=args.cluster_name,
+                principal_arn=team.access_role_arn,
                 type="STANDARD",
-                tags=cluster.tags,
+                tags=args.tags,
                 opts=after_cluster,
             )
             aws.eks.AccessPolicyAssociation(
                 f"{name}-team-{team.name}",
-                cluster_name=cluster.name,
+                cluster_name=args.cluster_name,
                 principal_arn=entry.principal_arn,
-                policy_arn=args.partition.apply(lambda p: iam.eks_access_policy_arn(p, TEAM_ACCESS_POLICY)),
+                policy_arn=args.access_policy_arn,
                 access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="namespace", namespaces=[team.name]),
                 opts=after_cluster,
             )
-        self.register_outputs({"teams": [team.name for team in config.teams]})
+        self.register_outputs({"teams": [team.name for team in args.teams]})

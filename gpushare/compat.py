@@ -19,6 +19,10 @@ HAMI_CHART_VERSIONS: Final = ("2.7.0", "2.7.1", "2.8.0", "2.8.1", "2.8.2", "2.8.
 MOCK_COMPATIBLE_HAMI: Final = {"1.0.1": ("2.7.0", "2.7.1", "2.8.0", "2.8.1", "2.8.2", "2.8.3")}
 MOCK_IMAGE_REPOSITORY: Final = "docker.io/projecthami/mock-device-plugin"
 
+# HAMi-WebUI chart -> HAMi chart versions whose metric names it reads. WebUI <= 1.1.0 reads the pre-2.9
+# names (HAMi 2.4-2.8); 1.1.1 and later read the hami_* names of HAMi >= 2.9 (HAMi-WebUI PR #91).
+WEBUI_HAMI_RANGES: Final = {"1.0.5": ((2, 4, 0), (2, 9, 0)), "1.1.0": ((2, 4, 0), (2, 9, 0))}
+
 # Karpenter: NodeOverlay exists from 1.7.0, behind the NodeOverlay gate (karpenter.sh/docs/concepts/nodeoverlays).
 KARPENTER_MIN_OVERLAY_VERSION: Final = (1, 7, 0)
 

@@ -56,6 +56,10 @@ TEAM_POOLS_ANNOTATION: Final = "gpushare.io/pools"
 # a team's policy onto its pods under them.
 HAMI_NODE_POLICY_ANNOTATION: Final = "hami.io/node-scheduler-policy"
 HAMI_GPU_POLICY_ANNOTATION: Final = "hami.io/gpu-scheduler-policy"
+# The team default is also recorded on its namespace, where people and tools look for it (and the pack checks
+# that admission applies it).
+NODE_POLICY_ANNOTATION: Final = "gpushare.io/node-scheduler-policy"
+GPU_POLICY_ANNOTATION: Final = "gpushare.io/gpu-scheduler-policy"
 # The label the API server sets on every namespace (NamespaceDefaultLabelName): admission policies match on it.
 NAMESPACE_NAME_LABEL: Final = "kubernetes.io/metadata.name"
 CAPACITY_TYPE_SPOT: Final = "spot"
@@ -67,6 +71,9 @@ KARPENTER_CHART: Final = "karpenter"
 KARPENTER_CRD_CHART: Final = "karpenter-crd"
 HAMI_CHART: Final = "hami"
 NVIDIA_PLUGIN_CHART: Final = "nvidia-device-plugin"
+KUBE_PROMETHEUS_STACK_CHART: Final = "kube-prometheus-stack"
+DCGM_CHART: Final = "dcgm-exporter"
+WEBUI_CHART: Final = "hami-webui"
 # The NVIDIA chart's default node affinity (deployments/helm/nvidia-device-plugin/values.yaml, v0.18-v0.20)
 # admits a node by NFD labels this stack does not install, or by this label, which it sets on exclusive pools.
 NVIDIA_GPU_PRESENT_LABEL: Final = ("nvidia.com/gpu.present", "true")

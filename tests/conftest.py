@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from gpushare.catalog import Catalog, load_catalog
-from gpushare.config import StackConfig, load_stack_config
+from gpushare.config import StackConfig
 from gpushare.files import read_yaml
+from gpushare.loader import load_stack_config
 
 ROOT = Path(__file__).resolve().parent.parent
 _RAW = {stack: read_yaml(ROOT / f"Pulumi.{stack}.yaml")["config"] for stack in ("dev", "prod")}

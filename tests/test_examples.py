@@ -10,10 +10,8 @@ import yaml
 
 from gpushare import names
 from gpushare.capacity import per_gpu_limits, pool_plans
-from gpushare.config import load_stack_config
 from gpushare.render import tenancy
-from gpushare.render.stack import kubernetes_objects
-from tests.conftest import ROOT, raw_stack
+from tests.conftest import ROOT
 
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
 WORKLOADS = [
@@ -34,9 +32,12 @@ def _limits(workload: dict[str, Any]) -> list[dict[str, str]]:
 
 
 @pytest.fixture(scope="module")
-def rendered() -> dict[tuple[str, str], dict[str, Any]]:
-    """The dev stack's objects as the plan declares them (same renderers as components/)."""
-    return {(o["kind"], o["metadata"]["name"]): o for o in kubernetes_objects(load_stack_config(raw_stack("dev")))}
+def rendered(plans) -> dict[tuple[str, str], dict[str, Any]]:
+    """The dev stack's Kubernetes objects as its offline plan declares them."""
+    objects = (
+        r for r in plans["dev"]["resources"] if r["type"].startswith("kubernetes:") and "metadata" in r["inputs"]
+    )
+    return {(r["type"].rsplit(":", 1)[-1], r["inputs"]["metadata"]["name"]): r["inputs"] for r in objects}
 
 
 def test_examples_exist_for_every_seed_workload():

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from gpushare import names
-from gpushare.config import StackConfig, load_stack_config
+from gpushare.config import StackConfig
+from gpushare.loader import load_stack_config
 from gpushare.render import tenancy
 from tests.conftest import raw_stack
 

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from gpushare import names
-from gpushare.config import load_stack_config
-from gpushare.render.stack import helm_releases, kubernetes_objects
+from gpushare.loader import load_stack_config
+from gpushare.render.stack import helm_releases
 from policies.gpushare_policies.registry import evaluate
 from policies.gpushare_policies.stack import NAMESPACE, NODE_OVERLAY, NODE_POOL, RESOURCE_QUOTA, from_plan
 from tools.offline import run_program
@@ -97,7 +97,7 @@ def main() -> None:
     raw = read_stack_file(ROOT / "Pulumi.prod.yaml")
     config = load_stack_config(raw)
     timed("validate prod config", 200, lambda: load_stack_config(raw))
-    timed("render prod objects and Helm values", 200, lambda: (kubernetes_objects(config), helm_releases(config)))
+    timed("render prod Helm releases", 200, lambda: helm_releases(config))
     monitor = timed("run prod program under mocks", 1, lambda: run_program(raw, "prod"))
     timed("evaluate the policy pack on the prod plan", 20, lambda: evaluate(from_plan(monitor.recorded)))
     growth(run_program(read_stack_file(ROOT / "Pulumi.dev.yaml"), "dev").recorded)

@@ -21,9 +21,10 @@ from typing import Any
 
 from gpushare.capacity import pool_plans
 from gpushare.catalog import load_catalog
-from gpushare.config import StackConfig, load_stack_config
+from gpushare.config import StackConfig
 from gpushare.errors import UserError
 from gpushare.files import read_yaml
+from gpushare.loader import load_stack_config
 from gpushare.render.stack import object_id
 from gpushare.render.yamlio import dump
 from tools.check import EXIT_MANDATORY, check, policy_config_for, report

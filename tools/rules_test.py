@@ -17,9 +17,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gpushare.config import load_stack_config
 from gpushare.files import read_yaml
-from gpushare.render import monitoring
+from gpushare.loader import load_stack_config
+from gpushare.render import alerts
 from gpushare.render.yamlio import dump
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -43,8 +43,8 @@ def main() -> int:
         return 2
     bin_dir = build_tools()
     OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / RULES_FILE).write_text(dump({"groups": monitoring.rule_groups(config)}))
-    shutil.copy(monitoring.DATA / "rules-test.yaml", OUT / "rules-test.yaml")
+    (OUT / RULES_FILE).write_text(dump({"groups": alerts.rule_groups(config)}))
+    shutil.copy(alerts.RULES_TEST_PATH, OUT / "rules-test.yaml")
     promtool = str(bin_dir / "promtool")
     steps = [
         ([promtool, "check", "rules", RULES_FILE], None),
@@ -53,8 +53,8 @@ def main() -> int:
             [str(bin_dir / "promqlnames")],
             json.dumps(
                 {
-                    "metrics": sorted(monitoring.known_metrics()),
-                    "expressions": [list(item) for item in monitoring.all_expressions(config)],
+                    "metrics": sorted(alerts.known_metrics()),
+                    "expressions": [list(item) for item in alerts.all_expressions(config)],
                 }
             ),
         ),
@@ -63,7 +63,7 @@ def main() -> int:
         print("+", " ".join(Path(command[0]).name if i == 0 else c for i, c in enumerate(command)), flush=True)
         if subprocess.run(command, cwd=OUT, input=stdin, text=True).returncode != 0:
             return 1
-    print(f"rules-test: {len(list(monitoring.all_expressions(config)))} expressions parse and use known metrics")
+    print(f"rules-test: {len(list(alerts.all_expressions(config)))} expressions parse and use known metrics")
     return 0
 
 

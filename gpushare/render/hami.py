@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpushare import compat, images, names
+from gpushare import compat, images, names, pins
 from gpushare.config import StackConfig
 from gpushare.render.yamlio import dump
 
@@ -12,7 +12,11 @@ from gpushare.render.yamlio import dump
 # (charts/hami/values.yaml scheduler.patch.imageNew, used on Kubernetes >= 1.22; `image` below 1.22): those
 # jobs may rewrite MutatingWebhookConfigurations. The upstream image, pinned (ingress-nginx controller v1.15.1
 # ships it), takes the same `create`/`patch` arguments.
-CERTGEN_IMAGE = {"registry": "registry.k8s.io", "repository": "ingress-nginx/kube-webhook-certgen", "tag": "v1.6.9"}
+CERTGEN_IMAGE = {
+    "registry": "registry.k8s.io",
+    "repository": "ingress-nginx/kube-webhook-certgen",
+    "tag": pins.image_tag("registry.k8s.io/ingress-nginx/kube-webhook-certgen"),
+}
 # Images the HAMi chart (2.7.0 to 2.10.0, charts/hami/values.yaml) pulls by default, written out when a mirror
 # covers them; the tag stays the chart's (global.imageTag, the chart version). Its mock DaemonSet is off.
 HAMI_CHART_IMAGES: images.ImageMaps = {

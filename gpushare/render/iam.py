@@ -34,6 +34,10 @@ def managed_policy_arn(partition: str, name: str) -> str:
     return f"arn:{partition}:iam::aws:policy/{name}"
 
 
+# The managed EKS access policy that grants edit rights; the tenancy component scopes it to a team's namespace.
+TEAM_ACCESS_POLICY = "AmazonEKSEditPolicy"
+
+
 def eks_access_policy_arn(partition: str, name: str) -> str:
     """An EKS access policy (AmazonEKSClusterAdminPolicy, AmazonEKSEditPolicy, ...) in `partition`."""
     return f"arn:{partition}:eks::aws:cluster-access-policy/{name}"
@@ -53,7 +57,7 @@ def karpenter_controller_policy(
 
     Source: aws/karpenter-provider-aws@1d927085dd81 website/content/en/docs/getting-started/
     getting-started-with-karpenter/cloudformation.yaml (its docs pin KARPENTER_VERSION 1.14.1; no 1.15
-    docs were readable here). tests/test_iam.py holds that statement list as data and compares.
+    docs were readable here). tests/gpushare/render/test_iam.py holds that statement list as data and compares.
     """
     ec2 = f"arn:{partition}:ec2:{region}"
     owned = {f"aws:ResourceTag/kubernetes.io/cluster/{cluster_name}": "owned"}

@@ -1,7 +1,5 @@
-"""Monitoring as plain data: the Helm releases, scrape objects, GPU alerts and the Grafana dashboard.
-
-Also the pure checks the policy pack's monitoring rules need (WebUI/HAMi compatibility, floating image tags,
-exporter placement, ServiceMonitor namespaces), so the stack and the pack decide the same way.
+"""Monitoring as plain data: the Helm releases, scrape objects, and the PrometheusRule and dashboard ConfigMap that
+ship the alerts and dashboard of render/alerts.py.
 
 Value keys are those of the pinned charts, read at their tags:
 - kube-prometheus-stack 88.5.3, prometheus-community/helm-charts charts/kube-prometheus-stack/values.yaml:
@@ -21,35 +19,29 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any, Final
 
 import yaml
 
-from gpushare import compat, images, names
+from gpushare import images, names, pins
 from gpushare.config import MonitoringConfig, StackConfig
 from gpushare.files import SAFE_LOADER
-from gpushare.render.hami import hami_values
+from gpushare.render import alerts
 from gpushare.render.stack import HelmRelease
 
-DATA = Path(__file__).resolve().parent.parent / "monitoring"
+CHART_KEYS_PATH = Path(__file__).resolve().parent.parent / "monitoring" / "chart-keys.yaml"
 
-KPS_CHART: Final = "kube-prometheus-stack"
-KPS_VERSION: Final = "88.5.3"
-KPS_REPOSITORY: Final = "https://prometheus-community.github.io/helm-charts"
-DCGM_CHART: Final = "dcgm-exporter"
-DCGM_VERSION: Final = "4.8.2"
-DCGM_IMAGE_TAG: Final = "4.5.3-4.8.2-distroless"
-DCGM_REPOSITORY: Final = "https://nvidia.github.io/dcgm-exporter/helm-charts"
-WEBUI_CHART: Final = "hami-webui"
-WEBUI_VERSION: Final = "1.1.0"
-WEBUI_REPOSITORY: Final = "https://project-hami.github.io/HAMi-WebUI"
+DCGM_IMAGE: Final = "nvcr.io/nvidia/k8s/dcgm-exporter"
 
-# HAMi-WebUI chart -> HAMi chart versions whose metric names it reads. WebUI <= 1.1.0 reads the pre-2.9
-# names (HAMi 2.4-2.8); 1.1.1 and later read the hami_* names of HAMi >= 2.9 (HAMi-WebUI PR #91).
-WEBUI_HAMI_RANGES: Final = {"1.0.5": ((2, 4, 0), (2, 9, 0)), "1.1.0": ((2, 4, 0), (2, 9, 0))}
+
+def _chart_image(reference: str) -> dict[str, str]:
+    """A chart's image value map (registry, repository, tag) for a pinned `registry/repository`."""
+    registry, _, repository = reference.partition("/")
+    return {"registry": registry, "repository": repository, "tag": pins.image_tag(reference)}
+
+
 # Images each chart pulls by default, written out (with the chart's own tag, so nothing floats) when a mirror
 # covers their registry. kube-prometheus-stack 88.5.3 values.yaml, appVersion v0.93.1 for the operator and its
 # config reloader; subcharts grafana 12.11.1 (appVersion 13.2.0), kube-state-metrics 8.4.0 (v2.20.0),
@@ -57,62 +49,27 @@ WEBUI_HAMI_RANGES: Final = {"1.0.5": ((2, 4, 0), (2, 9, 0)), "1.1.0": ((2, 4, 0)
 # subchart). Left out, as they never run here: the CRD upgrade job, the operator's webhook Deployment and
 # Thanos (all off), Grafana's init, dashboard-download, image-renderer and `helm test` images.
 KPS_CHART_IMAGES: Final[images.ImageMaps] = {
-    "prometheusOperator.image": {
-        "registry": "quay.io",
-        "repository": "prometheus-operator/prometheus-operator",
-        "tag": "v0.93.1",
-    },
-    "prometheusOperator.prometheusConfigReloader.image": {
-        "registry": "quay.io",
-        "repository": "prometheus-operator/prometheus-config-reloader",
-        "tag": "v0.93.1",
-    },
-    "prometheusOperator.admissionWebhooks.patch.image": {
-        "registry": "ghcr.io",
-        "repository": "jkroepke/kube-webhook-certgen",
-        "tag": "1.8.7",
-    },
-    "prometheus.prometheusSpec.image": {
-        "registry": "quay.io",
-        "repository": "prometheus/prometheus",
-        "tag": "v3.14.0-distroless",
-    },
-    "alertmanager.alertmanagerSpec.image": {
-        "registry": "quay.io",
-        "repository": "prometheus/alertmanager",
-        "tag": "v0.34.0",
-    },
-    "grafana.image": {"registry": "docker.io", "repository": "grafana/grafana", "tag": "13.2.0"},
-    "grafana.sidecar.image": {"registry": "quay.io", "repository": "kiwigrid/k8s-sidecar", "tag": "2.10.1"},
-    "kube-state-metrics.image": {
-        "registry": "registry.k8s.io",
-        "repository": "kube-state-metrics/kube-state-metrics",
-        "tag": "v2.20.0",
-    },
-    "prometheus-node-exporter.image": {
-        "registry": "quay.io",
-        "repository": "prometheus/node-exporter",
-        "tag": "v1.12.1",
-    },
+    "prometheusOperator.image": _chart_image("quay.io/prometheus-operator/prometheus-operator"),
+    "prometheusOperator.prometheusConfigReloader.image": _chart_image(
+        "quay.io/prometheus-operator/prometheus-config-reloader"
+    ),
+    "prometheusOperator.admissionWebhooks.patch.image": _chart_image("ghcr.io/jkroepke/kube-webhook-certgen"),
+    "prometheus.prometheusSpec.image": _chart_image("quay.io/prometheus/prometheus"),
+    "alertmanager.alertmanagerSpec.image": _chart_image("quay.io/prometheus/alertmanager"),
+    "grafana.image": _chart_image("docker.io/grafana/grafana"),
+    "grafana.sidecar.image": _chart_image("quay.io/kiwigrid/k8s-sidecar"),
+    "kube-state-metrics.image": _chart_image("registry.k8s.io/kube-state-metrics/kube-state-metrics"),
+    "prometheus-node-exporter.image": _chart_image("quay.io/prometheus/node-exporter"),
 }
 # dcgm-exporter 4.8.2 and hami-webui 1.1.0: the registry is part of `repository` (Docker Hub names are short).
-DCGM_CHART_IMAGES: Final[images.ImageMaps] = {"image": {"repository": "nvcr.io/nvidia/k8s/dcgm-exporter"}}
+DCGM_CHART_IMAGES: Final[images.ImageMaps] = {"image": {"repository": DCGM_IMAGE}}
 WEBUI_CHART_IMAGES: Final[images.ImageMaps] = {
     "image.frontend": {"repository": "projecthami/hami-webui-fe-oss"},
     "image.backend": {"repository": "projecthami/hami-webui-be-oss"},
 }
-# Image tags that move: a release pinned to one of them is not reproducible.
-FLOATING_TAGS: Final = frozenset({"", "latest", "main", "master"})
-# Image value paths each monitoring chart must have pinned in its values, because the chart's default floats
-# (hami-webui 1.1.0: `main`) or could change under the same chart version.
-PINNED_IMAGE_PATHS: Final = {WEBUI_CHART: ("image.frontend", "image.backend"), DCGM_CHART: ("image",)}
 
 # Kubernetes objects of the stack's own Prometheus live here; the Grafana sidecar finds dashboards by label.
 DASHBOARD_LABEL: Final = ("grafana_dashboard", "1")
-# kube-state-metrics exports node/namespace labels only when allow-listed, then as label_<sanitized key>.
-POOL_METRIC_LABEL: Final = "label_" + names.POOL_LABEL.replace(".", "_").replace("/", "_")
-# kube-state-metrics sanitizes extended resource names in its `resource` label.
-KSM_GPU_RESOURCE: Final = names.GPU.replace(".", "_").replace("/", "_")
 # Karpenter chart (aws/karpenter-provider-aws charts/karpenter at v1.14.1; the v1.15 docs name the same
 # karpenter.kube-system.svc:8080): Service `<fullname>` port `http-metrics`, labels app.kubernetes.io/name+instance.
 KARPENTER_METRICS_PORT: Final = "http-metrics"
@@ -122,38 +79,10 @@ HAMI_SCHEDULER_METRICS_PORT: Final = "monitor"
 HAMI_MONITOR_METRICS_PORT: Final = "monitorport"
 
 
-@dataclass(frozen=True)
-class Alert:
-    """One alert and the runbook line the README carries for it."""
-
-    name: str
-    expr: str
-    minutes: int
-    summary: str
-    runbook: str
-
-
-@dataclass(frozen=True)
-class Panel:
-    title: str
-    unit: str
-    exprs: tuple[tuple[str, str], ...]  # (legend, PromQL)
-
-
-@cache
-def metric_catalog() -> dict[str, Any]:
-    """Metric names each pinned component exports, with their source (gpushare/monitoring/metrics.yaml)."""
-    return yaml.load((DATA / "metrics.yaml").read_text(), Loader=SAFE_LOADER)
-
-
-def known_metrics() -> frozenset[str]:
-    return frozenset(m for component in metric_catalog().values() for m in component["metrics"])
-
-
 @cache
 def verified_chart_keys() -> dict[str, Any]:
     """`chart@version` -> value keys read in that chart's values.yaml (gpushare/monitoring/chart-keys.yaml)."""
-    return yaml.load((DATA / "chart-keys.yaml").read_text(), Loader=SAFE_LOADER)
+    return yaml.load(CHART_KEYS_PATH.read_text(), Loader=SAFE_LOADER)
 
 
 def _leaf_paths(values: Mapping[str, Any], prefix: str = "") -> Iterator[str]:
@@ -172,74 +101,6 @@ def unverified_value_keys(chart: str, version: str, values: Mapping[str, Any]) -
         return sorted(_leaf_paths(values))
     keys = entry["keys"]
     return [p for p in _leaf_paths(values) if not any(p == k or p.startswith(f"{k}.") for k in keys)]
-
-
-def webui_compatible(hami_chart: str, webui_chart: str) -> bool:
-    """True when the WebUI chart reads the metric names the HAMi chart's components export."""
-    if webui_chart not in WEBUI_HAMI_RANGES:
-        return False
-    low, high = WEBUI_HAMI_RANGES[webui_chart]
-    return low <= compat.parse_version(hami_chart) < high
-
-
-def floating_image_tags(values: Any, path: str = "") -> list[str]:
-    """Value paths of every `image` map whose tag is missing or moves (main, latest, ...)."""
-    found: list[str] = []
-    if isinstance(values, Mapping):
-        for key, value in values.items():
-            here = f"{path}.{key}" if path else str(key)
-            if isinstance(value, Mapping) and "repository" in value and str(value.get("tag", "")) in FLOATING_TAGS:
-                found.append(here)
-            found.extend(floating_image_tags(value, here))
-    return found
-
-
-def unpinned_images(chart: str, values: Mapping[str, Any]) -> list[str]:
-    """Image value paths of a monitoring release that float: a floating tag set, or a chart whose own default
-    floats (hami-webui defaults to `main`) left without a tag."""
-    problems = floating_image_tags(values)
-    for path in PINNED_IMAGE_PATHS.get(chart, ()):
-        node: Any = values
-        for part in path.split("."):
-            node = node.get(part, {}) if isinstance(node, Mapping) else {}
-        if str(node.get("tag", "")) in FLOATING_TAGS and path not in problems:
-            problems.append(path)
-    return problems
-
-
-def exporter_placement_problems(values: Mapping[str, Any]) -> list[str]:
-    """Why a GPU exporter's values would not run on (only) GPU pool nodes; empty when they do."""
-    problems = []
-    tolerations = values.get("tolerations") or []
-    if not any(
-        t.get("key") == names.GPU_TAINT["key"]
-        and t.get("effect") in (None, "", names.GPU_TAINT["effect"])
-        and (t.get("operator") == "Exists" or t.get("value") == names.GPU_TAINT["value"])
-        for t in tolerations
-    ):
-        problems.append(f"does not tolerate the GPU taint {names.GPU_TAINT['key']}:{names.GPU_TAINT['effect']}")
-    terms = (
-        ((values.get("affinity") or {}).get("nodeAffinity") or {})
-        .get("requiredDuringSchedulingIgnoredDuringExecution", {})
-        .get("nodeSelectorTerms", [])
-    )
-    if not terms or not all(
-        any(e.get("key") == names.SHARING_LABEL and e.get("operator") == "Exists" for e in term["matchExpressions"])
-        for term in terms
-    ):
-        problems.append(f"does not require the GPU pool label {names.SHARING_LABEL} (nodeAffinity Exists)")
-    return problems
-
-
-def service_monitor_namespace_problems(obj: Mapping[str, Any], expected: Mapping[str, str]) -> list[str]:
-    """A ServiceMonitor for a known target (by name) must select the namespace that target runs in."""
-    name = obj["metadata"]["name"]
-    if name not in expected:
-        return []
-    selected = obj["spec"].get("namespaceSelector", {}).get("matchNames", [])
-    if selected != [expected[name]]:
-        return [f"ServiceMonitor {name} selects namespaces {selected}, but its target runs in {expected[name]}"]
-    return []
 
 
 def scrape_namespaces() -> dict[str, str]:
@@ -323,7 +184,7 @@ def kube_prometheus_stack_values(config: StackConfig) -> dict[str, Any]:
 
 def dcgm_exporter_values(config: StackConfig) -> dict[str, Any]:
     values = {
-        "image": {"tag": DCGM_IMAGE_TAG},
+        "image": {"tag": pins.image_tag(DCGM_IMAGE)},
         **_gpu_exporter_placement(),
         "serviceMonitor": {"enabled": True, "additionalLabels": _selector_labels(config.monitoring)},
     }
@@ -331,7 +192,7 @@ def dcgm_exporter_values(config: StackConfig) -> dict[str, Any]:
 
 
 def webui_values(config: StackConfig) -> dict[str, Any]:
-    tag = f"v{WEBUI_VERSION}"
+    tag = f"v{pins.chart_version(names.WEBUI_CHART)}"
     values = {
         "image": {"frontend": {"tag": tag}, "backend": {"tag": tag}},
         "service": {"type": "ClusterIP"},
@@ -357,9 +218,9 @@ def monitoring_releases(config: StackConfig) -> list[HelmRelease]:
             HelmRelease(
                 names.MONITORING_RELEASE,
                 names.MONITORING_NAMESPACE,
-                KPS_CHART,
-                KPS_VERSION,
-                KPS_REPOSITORY,
+                names.KUBE_PROMETHEUS_STACK_CHART,
+                pins.chart_version(names.KUBE_PROMETHEUS_STACK_CHART),
+                pins.chart_repository(names.KUBE_PROMETHEUS_STACK_CHART),
                 kube_prometheus_stack_values(config),
             )
         )
@@ -367,17 +228,17 @@ def monitoring_releases(config: StackConfig) -> list[HelmRelease]:
         HelmRelease(
             names.DCGM_RELEASE,
             names.MONITORING_NAMESPACE,
-            DCGM_CHART,
-            DCGM_VERSION,
-            DCGM_REPOSITORY,
+            names.DCGM_CHART,
+            pins.chart_version(names.DCGM_CHART),
+            pins.chart_repository(names.DCGM_CHART),
             dcgm_exporter_values(config),
         ),
         HelmRelease(
             names.WEBUI_RELEASE,
             names.MONITORING_NAMESPACE,
-            WEBUI_CHART,
-            WEBUI_VERSION,
-            WEBUI_REPOSITORY,
+            names.WEBUI_CHART,
+            pins.chart_version(names.WEBUI_CHART),
+            pins.chart_repository(names.WEBUI_CHART),
             webui_values(config),
         ),
     ]
@@ -455,235 +316,12 @@ def service_monitors(config: StackConfig) -> list[dict[str, Any]]:
     ]
 
 
-def hami_jobs(config: StackConfig) -> tuple[str, str]:
-    """The `job` label Prometheus gives HAMi's targets: the Service names of the pinned release."""
-    fullname = compat.hami_fullname(names.HAMI_RELEASE, hami_values(config))
-    return f"{fullname}-scheduler", f"{fullname}-device-plugin-monitor"
-
-
-def _team_namespaces(config: StackConfig) -> str:
-    return "|".join(team.name for team in config.teams)
-
-
-def _running_gpu_requests(selector: str = "") -> str:
-    """nvidia.com/gpu requested by containers of Running pods (finished pods keep their request series)."""
-    extra = f", {selector}" if selector else ""
-    requests = f'kube_pod_container_resource_requests{{resource="{KSM_GPU_RESOURCE}"{extra}}}'
-    return f'{requests} * on (namespace, pod) group_left () (kube_pod_status_phase{{phase="Running"}} == 1)'
-
-
-def _pending_gpu_pods() -> str:
-    """Pods in phase Pending that request nvidia.com/gpu (every HAMi or exclusive GPU pod does)."""
-    pending = 'max by (namespace, pod) (kube_pod_status_phase{phase="Pending"}) == 1'
-    gpu = f'sum by (namespace, pod) (kube_pod_container_resource_requests{{resource="{KSM_GPU_RESOURCE}"}}) > 0'
-    return f"({pending}) and on (namespace, pod) ({gpu})"
-
-
-def alerts(config: StackConfig) -> list[Alert]:
-    """The GPU alerts, thresholds from config; README "Seeing your GPUs" has a runbook line for each."""
-    t = config.monitoring.alerts
-    scheduler_job, monitor_job = hami_jobs(config)
-    idle = (
-        '(sum by (node) (label_replace(GPUDeviceSharedNum, "node", "$1", "nodeid", "(.+)")) == 0)'
-        " or "
-        f'(avg by (node) (label_replace(DCGM_FI_DEV_GPU_UTIL, "node", "$1", "Hostname", "(.+)"))'
-        f" < {t.node_idle_utilization_percent})"
-    )
-    quota = (
-        f'100 * kube_resourcequota{{type="used", resource=~"requests.nvidia.com/.+", '
-        f'namespace=~"{_team_namespaces(config)}"}}'
-        f' / on (namespace, resourcequota, resource) (kube_resourcequota{{type="hard"}} > 0)'
-        f" > {t.quota_use_percent}"
-    )
-    return [
-        Alert(
-            "GpuNodeClaimNotInitialized",
-            f"max by (name) (operator_nodeclaim_status_condition_current_status_seconds"
-            f'{{type="Initialized", status="Unknown"}}) > {t.node_claim_not_initialized_minutes * 60}',
-            0,
-            f"NodeClaim {{{{ $labels.name }}}} not Initialized after {t.node_claim_not_initialized_minutes} minutes",
-            "kubectl describe nodeclaim NAME: ResourceNotRegistered means the HAMi device plugin or the mock "
-            "device plugin is not running on that node (kubectl -n kube-system get pods -o wide)",
-        ),
-        Alert(
-            "GpuPodPending",
-            _pending_gpu_pods(),
-            t.pod_pending_minutes,
-            f"GPU pod {{{{ $labels.namespace }}}}/{{{{ $labels.pod }}}} Pending for {t.pod_pending_minutes} minutes",
-            "kubectl describe pod: no NodeClaim means no pool fits (quota, pool limit, overlay); a NodeClaim "
-            "means the node is still coming up (see GpuNodeClaimNotInitialized)",
-        ),
-        Alert(
-            "GpuNodeIdle",
-            idle,
-            t.node_idle_minutes,
-            f"GPU node {{{{ $labels.node }}}} idle (no vGPU allocated or utilization below "
-            f"{t.node_idle_utilization_percent}%) for {t.node_idle_minutes} minutes",
-            "kubectl get pods -A -o wide --field-selector spec.nodeName=NODE: move or stop the idle workload, "
-            "or let consolidation remove the node",
-        ),
-        Alert(
-            "GpuTeamQuotaHigh",
-            quota,
-            5,
-            f"Team {{{{ $labels.namespace }}}} uses over {t.quota_use_percent}% of its "
-            "{{ $labels.resource }} quota",
-            "kubectl -n TEAM describe resourcequota: free vGPUs or raise the team's quota in gpushare:teams",
-        ),
-        Alert(
-            "HamiSchedulerDown",
-            f'(max(up{{job="{scheduler_job}"}}) == 0) or absent(up{{job="{scheduler_job}"}})',
-            t.component_down_minutes,
-            "HAMi scheduler is not scraped: GPU pods cannot be scheduled",
-            "kubectl -n kube-system get pods -l app.kubernetes.io/component=hami-scheduler; read its logs",
-        ),
-        Alert(
-            "HamiDevicePluginDown",
-            f'up{{job="{monitor_job}"}} == 0',
-            t.component_down_minutes,
-            "HAMi device-plugin monitor on {{ $labels.node }} is down",
-            "kubectl -n kube-system get pods -l app.kubernetes.io/component=hami-device-plugin -o wide; a GPU "
-            "node without it registers no vGPUs",
-        ),
-    ]
-
-
-def rule_groups(config: StackConfig) -> list[dict[str, Any]]:
-    """Prometheus rule groups (the PrometheusRule spec, and the file `promtool` checks)."""
-    rules = []
-    for alert in alerts(config):
-        rule: dict[str, Any] = {"alert": alert.name, "expr": alert.expr}
-        if alert.minutes:
-            rule["for"] = f"{alert.minutes}m"
-        rule["labels"] = {"severity": "warning"}
-        rule["annotations"] = {"summary": alert.summary, "runbook": alert.runbook}
-        rules.append(rule)
-    return [{"name": "gpushare-gpu", "rules": rules}]
-
-
 def prometheus_rule(config: StackConfig) -> dict[str, Any]:
     return {
         "apiVersion": names.MONITORING_API,
         "kind": "PrometheusRule",
         "metadata": _metadata(config.monitoring, "gpushare-gpu"),
-        "spec": {"groups": rule_groups(config)},
-    }
-
-
-def _by_pool(expr: str, node_label: str) -> str:
-    """Sum a per-node expression by the node's pool (kube_node_labels from kube-state-metrics)."""
-    pools = "kube_node_labels"
-    if node_label != "node":
-        pools = f'label_replace(kube_node_labels, "{node_label}", "$1", "node", "(.+)")'
-    return f"sum by ({POOL_METRIC_LABEL}) ({expr} * on ({node_label}) group_left ({POOL_METRIC_LABEL}) {pools})"
-
-
-def panels(config: StackConfig) -> list[Panel]:
-    """Dashboard panels: what is shared and used, per pool and team, and what is stuck."""
-    gpu = KSM_GPU_RESOURCE
-    pool = f"{{{{{POOL_METRIC_LABEL}}}}}"
-    teams = f'namespace=~"{_team_namespaces(config)}"'
-    return [
-        Panel(
-            "vGPUs registered vs allocated per pool",
-            "short",
-            (
-                (f"{pool} registered", _by_pool(f'kube_node_status_allocatable{{resource="{gpu}"}}', "node")),
-                (
-                    f"{pool} allocated",
-                    _by_pool(f"sum by (node) ({_running_gpu_requests()})", "node"),
-                ),
-            ),
-        ),
-        Panel(
-            "GPU memory registered vs allocated per pool",
-            "bytes",
-            (
-                (f"{pool} registered", _by_pool("sum by (nodeid) (GPUDeviceMemoryLimit)", "nodeid")),
-                (f"{pool} allocated", _by_pool("sum by (nodeid) (GPUDeviceMemoryAllocated)", "nodeid")),
-            ),
-        ),
-        Panel(
-            "GPU cores registered vs allocated per pool (100 per GPU)",
-            "short",
-            (
-                (f"{pool} registered", _by_pool("sum by (nodeid) (GPUDeviceCoreLimit)", "nodeid")),
-                (f"{pool} allocated", _by_pool("sum by (nodeid) (GPUDeviceCoreAllocated)", "nodeid")),
-            ),
-        ),
-        Panel(
-            "vGPUs, GPU memory and cores allocated per team",
-            "short",
-            (
-                (
-                    "{{namespace}} vGPUs",
-                    f"sum by (namespace) ({_running_gpu_requests(teams)})",
-                ),
-                ("{{podnamespace}} memory MiB", "sum by (podnamespace) (vGPUMemoryAllocated) / 1048576"),
-                ("{{podnamespace}} cores %", "sum by (podnamespace) (vGPUCoreAllocated)"),
-            ),
-        ),
-        Panel(
-            "GPU utilization per node",
-            "percent",
-            (("{{Hostname}}", "avg by (Hostname) (DCGM_FI_DEV_GPU_UTIL)"),),
-        ),
-        Panel(
-            "GPU utilization per pod (HAMi vGPU)",
-            "percent",
-            (
-                (
-                    "{{podnamespace}}/{{podname}}",
-                    "avg by (podnamespace, podname) (Device_utilization_desc_of_container)",
-                ),
-            ),
-        ),
-        Panel(
-            "Karpenter NodeClaims by condition",
-            "short",
-            (
-                (
-                    "{{type}}={{status}}",
-                    'sum by (type, status) (operator_nodeclaim_status_condition_count{type=~"Launched|Registered|'
-                    'Initialized|Ready"})',
-                ),
-            ),
-        ),
-        Panel(
-            "Pending GPU pods",
-            "short",
-            (("{{namespace}}", f"count by (namespace) ({_pending_gpu_pods()})"),),
-        ),
-    ]
-
-
-def dashboard(config: StackConfig) -> dict[str, Any]:
-    """Grafana dashboard JSON model: one time series panel per Panel, two per row."""
-    body = []
-    for i, panel in enumerate(panels(config)):
-        body.append(
-            {
-                "id": i + 1,
-                "type": "timeseries",
-                "title": panel.title,
-                "datasource": {"type": "prometheus", "uid": "${datasource}"},
-                "gridPos": {"h": 8, "w": 12, "x": 12 * (i % 2), "y": 8 * (i // 2)},
-                "fieldConfig": {"defaults": {"unit": panel.unit}, "overrides": []},
-                "targets": [
-                    {"refId": chr(ord("A") + j), "expr": expr, "legendFormat": legend}
-                    for j, (legend, expr) in enumerate(panel.exprs)
-                ],
-            }
-        )
-    return {
-        "uid": "gpushare-gpus",
-        "title": "gpushare: GPUs",
-        "schemaVersion": 39,
-        "time": {"from": "now-6h", "to": "now"},
-        "templating": {
-            "list": [{"name": "datasource", "type": "datasource", "query": "prometheus", "label": "Prometheus"}]
-        },
-        "panels": body,
+        "spec": {"groups": alerts.rule_groups(config)},
     }
 
 
@@ -692,17 +330,8 @@ def dashboard_configmap(config: StackConfig) -> dict[str, Any]:
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": _metadata(config.monitoring, "gpushare-gpu-dashboard", dict([DASHBOARD_LABEL])),
-        "data": {"gpushare-gpus.json": json.dumps(dashboard(config), indent=1, sort_keys=True)},
+        "data": {"gpushare-gpus.json": json.dumps(alerts.dashboard(config), indent=1, sort_keys=True)},
     }
-
-
-def all_expressions(config: StackConfig) -> Iterator[tuple[str, str]]:
-    """(where, PromQL) for every alert and dashboard expression."""
-    for alert in alerts(config):
-        yield f"alert {alert.name}", alert.expr
-    for panel in panels(config):
-        for legend, expr in panel.exprs:
-            yield f"panel {panel.title!r} ({legend})", expr
 
 
 def monitoring_objects(config: StackConfig) -> list[dict[str, Any]]:

@@ -1,18 +1,19 @@
-"""Everything the stack deploys, rendered as plain data: the Helm releases and the Kubernetes objects."""
+"""The stack's Helm releases as plain data, and the id every rendered object is declared and written under."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpushare import names
+from gpushare import names, pins
 from gpushare.config import StackConfig
-from gpushare.render import hami, karpenter, tenancy
+from gpushare.render import hami, karpenter
 
-KARPENTER_CHART = f"oci://public.ecr.aws/karpenter/{names.KARPENTER_CHART}"
-KARPENTER_CRD_CHART = f"oci://public.ecr.aws/karpenter/{names.KARPENTER_CRD_CHART}"
-HAMI_REPOSITORY = "https://project-hami.github.io/HAMi/"
-NVIDIA_PLUGIN_REPOSITORY = "https://nvidia.github.io/k8s-device-plugin"
+# Karpenter's charts are OCI artifacts (no separate repository); both live beside each other.
+KARPENTER_CHART = f"{pins.chart_repository(names.KARPENTER_CHART)}/{names.KARPENTER_CHART}"
+KARPENTER_CRD_CHART = f"{pins.chart_repository(names.KARPENTER_CHART)}/{names.KARPENTER_CRD_CHART}"
+HAMI_REPOSITORY = pins.chart_repository(names.HAMI_CHART)
+NVIDIA_PLUGIN_REPOSITORY = pins.chart_repository(names.NVIDIA_PLUGIN_CHART)
 
 
 @dataclass(frozen=True)
@@ -83,25 +84,7 @@ def helm_releases(config: StackConfig) -> list[HelmRelease]:
     return releases
 
 
-def gpu_capacity_objects(config: StackConfig) -> list[dict[str, Any]]:
-    """EC2NodeClass, then per pool its NodePool and overlays."""
-    objects = [karpenter.ec2_node_class(config)]
-    for pool in config.pools:
-        objects.append(karpenter.node_pool(config, pool))
-        objects.extend(karpenter.node_overlays(config, pool))
-    return objects
-
-
-def tenancy_objects(config: StackConfig) -> list[dict[str, Any]]:
-    return tenancy.priority_classes() + [obj for team in config.teams for obj in tenancy.team_objects(config, team)]
-
-
 def object_id(obj: dict[str, Any]) -> str:
     """Unique, readable id of a rendered object: kind, namespace when namespaced, name (all lower case)."""
     meta = obj["metadata"]
     return "-".join(part for part in (obj["kind"], meta.get("namespace"), meta["name"]) if part).lower()
-
-
-def kubernetes_objects(config: StackConfig) -> list[dict[str, Any]]:
-    """Every Kubernetes object the stack creates directly (not through Helm), in apply order."""
-    return gpu_capacity_objects(config) + hami.mock_device_plugin_objects(config) + tenancy_objects(config)

@@ -49,11 +49,6 @@ def _every_container(predicate: str) -> str:
     )
 
 
-# The team default is also recorded on the namespace, where people and tools look for it.
-NODE_POLICY_ANNOTATION = "gpushare.io/node-scheduler-policy"
-GPU_POLICY_ANNOTATION = "gpushare.io/gpu-scheduler-policy"
-
-
 def priority_class_name(tier: Priority) -> str:
     return f"{names.PRIORITY_CLASS_PREFIX}{tier}"
 
@@ -90,8 +85,8 @@ def team_objects(config: StackConfig, team: TeamConfig) -> list[dict[str, Any]]:
     }
     annotations = {names.TEAM_POOLS_ANNOTATION: ",".join(team.pools)}
     if team.scheduler_policy is not None:
-        annotations[NODE_POLICY_ANNOTATION] = team.scheduler_policy.node
-        annotations[GPU_POLICY_ANNOTATION] = team.scheduler_policy.gpu
+        annotations[names.NODE_POLICY_ANNOTATION] = team.scheduler_policy.node
+        annotations[names.GPU_POLICY_ANNOTATION] = team.scheduler_policy.gpu
     namespace["metadata"]["annotations"] = dict(sorted(annotations.items()))
     quota = team.quota
     factor = config.hami.profile.memory_factor

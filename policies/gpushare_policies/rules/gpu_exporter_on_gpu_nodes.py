@@ -2,18 +2,42 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from gpushare import names
-from gpushare.render import monitoring
 
 from ..rule import Finding, Rule, finding
 from ..stack import StackView, sorted_by_name
 
 
+def exporter_placement_problems(values: Mapping[str, Any]) -> list[str]:
+    """Why a GPU exporter's values would not run on (only) GPU pool nodes; empty when they do."""
+    problems = []
+    tolerations = values.get("tolerations") or []
+    if not any(
+        t.get("key") == names.GPU_TAINT["key"]
+        and t.get("effect") in (None, "", names.GPU_TAINT["effect"])
+        and (t.get("operator") == "Exists" or t.get("value") == names.GPU_TAINT["value"])
+        for t in tolerations
+    ):
+        problems.append(f"does not tolerate the GPU taint {names.GPU_TAINT['key']}:{names.GPU_TAINT['effect']}")
+    terms = (
+        ((values.get("affinity") or {}).get("nodeAffinity") or {})
+        .get("requiredDuringSchedulingIgnoredDuringExecution", {})
+        .get("nodeSelectorTerms", [])
+    )
+    if not terms or not all(
+        any(e.get("key") == names.SHARING_LABEL and e.get("operator") == "Exists" for e in term["matchExpressions"])
+        for term in terms
+    ):
+        problems.append(f"does not require the GPU pool label {names.SHARING_LABEL} (nodeAffinity Exists)")
+    return problems
+
+
 def check_exporter_placement(view: StackView, _config: None) -> Iterator[Finding]:
-    for release in sorted_by_name(view.releases(monitoring.DCGM_CHART)):
-        for problem in monitoring.exporter_placement_problems(release.get("values") or {}):
+    for release in sorted_by_name(view.releases(names.DCGM_CHART)):
+        for problem in exporter_placement_problems(release.get("values") or {}):
             yield finding(
                 release,
                 "values",
@@ -27,7 +51,7 @@ def check_exporter_placement(view: StackView, _config: None) -> Iterator[Finding
 RULE = Rule(
     name="gpu-exporter-on-gpu-nodes",
     order=26,
-    description=f"{monitoring.DCGM_CHART} tolerates the GPU taint and requires a GPU pool label.",
+    description=f"{names.DCGM_CHART} tolerates the GPU taint and requires a GPU pool label.",
     why="Without the toleration it never runs on Karpenter's tainted GPU nodes; without the affinity it runs "
     "(and fails) on every system node.",
     remediation=f"Keep the exporter values gpushare renders (toleration + nodeAffinity on {names.SHARING_LABEL}).",

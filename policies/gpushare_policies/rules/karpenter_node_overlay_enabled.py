@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpushare import compat, names
-from gpushare.config import KarpenterConfig
+from gpushare import compat, names, pins
 
 from ..rule import Finding, Rule, finding, finding_about
 from ..stack import NODE_OVERLAY, StackView, version_of
@@ -43,7 +42,7 @@ def check_overlay_gate(view: StackView, _config: None) -> Iterator[Finding]:
             f"NodeOverlay exists from Karpenter {_dotted(compat.KARPENTER_MIN_OVERLAY_VERSION)}; older controllers "
             f"ignore the {len(overlays)} overlays and cannot see HAMi's resources",
             f"pin chart {_dotted(compat.KARPENTER_MIN_OVERLAY_VERSION)} or newer "
-            f"(gpushare defaults to {KarpenterConfig().chart_version})",
+            f"(gpushare defaults to {pins.chart_version(names.KARPENTER_CHART)})",
         )
     gate = karpenter.get("values", "settings", "featureGates", "nodeOverlay")
     if gate is not True and not (isinstance(gate, str) and gate in GATE_ON_TEXTS):

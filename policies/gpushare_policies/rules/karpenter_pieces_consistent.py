@@ -7,13 +7,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from gpushare import names
+from gpushare import names, pins
 
 from ..rule import Finding, Rule, finding
 from ..stack import EC2_NODE_CLASS, NODE_POOL, StackView, sorted_by_name
 
 DISCOVERY_TAG = "karpenter.sh/discovery"
-# Karpenter charts are published to public.ecr.aws as OCI artifacts tagged `1.15.1`, never `v1.15.1`.
+# Karpenter charts are published to public.ecr.aws as OCI artifacts tagged `1.2.3`, never `v1.2.3`.
 OCI_TAG = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+$")
 SELECTORS = ("subnetSelectorTerms", "securityGroupSelectorTerms")
 
@@ -28,7 +28,7 @@ def check(view: StackView, _config: None) -> Iterator[Finding]:
                 "version",
                 version,
                 "Karpenter's OCI charts are tagged without a leading v",
-                "write it as 1.15.1",
+                f"write it as {pins.chart_version(names.KARPENTER_CHART)}",
             )
     if controller is not None and crds is not None and controller.get("version") != crds.get("version"):
         yield finding(

@@ -4,22 +4,29 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpushare import names
-from gpushare.render import monitoring
+from gpushare import compat, names
 
 from ..rule import Finding, Rule, finding
 from ..stack import StackView
 
 
+def webui_compatible(hami_chart: str, webui_chart: str) -> bool:
+    """True when the WebUI chart reads the metric names the HAMi chart's components export."""
+    if webui_chart not in compat.WEBUI_HAMI_RANGES:
+        return False
+    low, high = compat.WEBUI_HAMI_RANGES[webui_chart]
+    return low <= compat.parse_version(hami_chart) < high
+
+
 def check_webui_matches_hami(view: StackView, _config: None) -> Iterator[Finding]:
-    webui, hami = view.release(monitoring.WEBUI_CHART), view.release(names.HAMI_CHART)
+    webui, hami = view.release(names.WEBUI_CHART), view.release(names.HAMI_CHART)
     if webui is None or hami is None:
         return
     webui_version, hami_version = str(webui.get("version")), str(hami.get("version"))
-    if not monitoring.webui_compatible(hami_version, webui_version):
+    if not webui_compatible(hami_version, webui_version):
         pairs = ", ".join(
             f"{version} with HAMi {'.'.join(map(str, low))} to below {'.'.join(map(str, high))}"
-            for version, (low, high) in monitoring.WEBUI_HAMI_RANGES.items()
+            for version, (low, high) in compat.WEBUI_HAMI_RANGES.items()
         )
         yield finding(
             webui,

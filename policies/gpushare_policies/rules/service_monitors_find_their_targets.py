@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from gpushare import names
-from gpushare.render import monitoring
 
 from ..rule import Finding, Rule, finding
 from ..stack import StackView, sorted_by_name
 
 SERVICE_MONITOR = f"kubernetes:{names.MONITORING_API}:ServiceMonitor"
+
+
+def service_monitor_namespace_problems(obj: Mapping[str, Any], expected: Mapping[str, str]) -> list[str]:
+    """A ServiceMonitor for a known target (by name) must select the namespace that target runs in."""
+    name = obj["metadata"]["name"]
+    if name not in expected:
+        return []
+    selected = obj["spec"].get("namespaceSelector", {}).get("matchNames", [])
+    if selected != [expected[name]]:
+        return [f"ServiceMonitor {name} selects namespaces {selected}, but its target runs in {expected[name]}"]
+    return []
 
 
 def check_service_monitor_namespaces(view: StackView, _config: None) -> Iterator[Finding]:
@@ -25,7 +36,7 @@ def check_service_monitor_namespaces(view: StackView, _config: None) -> Iterator
     }
     for monitor in sorted_by_name(view.of_type(SERVICE_MONITOR)):
         obj = {"metadata": {"name": monitor.object_name}, "spec": monitor.get("spec") or {}}
-        for problem in monitoring.service_monitor_namespace_problems(obj, expected):
+        for problem in service_monitor_namespace_problems(obj, expected):
             yield finding(
                 monitor,
                 "spec.namespaceSelector.matchNames",

@@ -3,22 +3,47 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from gpushare import names
-from gpushare.render.tenancy_checks import admission_scope_problems
 
-from ..admission import problem_findings
-from ..rule import Finding, Rule
-from ..stack import StackView
+from ..admission import POLICY_BINDINGS, admission_objects, kind_of, team_of
+from ..rule import Finding, Rule, finding_about
+from ..stack import Resource, StackView
+
+
+def _only_namespace(selector: Any, namespace: str) -> bool:
+    return selector == {"matchLabels": {names.NAMESPACE_NAME_LABEL: namespace}}
+
+
+def scope_problems(view: StackView) -> list[tuple[Resource, str]]:
+    """(policy or binding, problem) for every team policy without a binding, or selecting more than its team."""
+    objects = admission_objects(view).values()
+    bindings = {(kind_of(o), o.get("spec", "policyName")): o for o in objects if kind_of(o) in POLICY_BINDINGS.values()}
+    problems = []
+    for policy in (o for o in objects if kind_of(o) in POLICY_BINDINGS):
+        team = team_of(policy)
+        if team is None:
+            continue
+        if not _only_namespace(policy.get("spec", "matchConstraints", "namespaceSelector"), team):
+            problems.append((policy, f"matchConstraints must select only namespace {team}"))
+        binding_kind = POLICY_BINDINGS[kind_of(policy)]
+        binding = bindings.get((binding_kind, policy.object_name))
+        if binding is None:
+            problems.append((policy, f"no {binding_kind} names it"))
+        elif not _only_namespace(binding.get("spec", "matchResources", "namespaceSelector"), team):
+            problems.append((binding, f"matchResources must select only namespace {team}"))
+    return problems
 
 
 def check_scope(view: StackView, _config: None) -> Iterator[Finding]:
-    yield from problem_findings(
-        view,
-        admission_scope_problems,
-        f"bind each team policy and select the team's namespace by {names.NAMESPACE_NAME_LABEL} in both the "
-        "policy and its binding (gpushare renders them so)",
-    )
+    for resource, problem in scope_problems(view):
+        yield finding_about(
+            resource,
+            problem,
+            f"bind each team policy and select the team's namespace by {names.NAMESPACE_NAME_LABEL} in both the "
+            "policy and its binding (gpushare renders them so)",
+        )
 
 
 RULE = Rule(

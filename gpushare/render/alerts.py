@@ -1,0 +1,293 @@
+"""The GPU alerts and the Grafana dashboard as data: PromQL over the metrics the pinned components export.
+
+Apart from the monitoring Helm values (render/monitoring.py), which ship them as a PrometheusRule and a
+dashboard ConfigMap: `make rules-test` checks these rules and queries with promtool and Prometheus's parser, and
+every metric they name is listed, with its source, in gpushare/monitoring/metrics.yaml.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any, Final
+
+import yaml
+
+from gpushare import compat, names
+from gpushare.config import StackConfig
+from gpushare.files import SAFE_LOADER
+from gpushare.render.hami import hami_values
+
+DATA = Path(__file__).resolve().parent.parent / "monitoring"
+METRICS_PATH = DATA / "metrics.yaml"
+# promtool unit tests of the alerts: series that make each one fire (`make rules-test`).
+RULES_TEST_PATH = DATA / "rules-test.yaml"
+
+
+# kube-state-metrics exports node/namespace labels only when allow-listed, then as label_<sanitized key>.
+POOL_METRIC_LABEL: Final = "label_" + names.POOL_LABEL.replace(".", "_").replace("/", "_")
+
+# kube-state-metrics sanitizes extended resource names in its `resource` label.
+KSM_GPU_RESOURCE: Final = names.GPU.replace(".", "_").replace("/", "_")
+
+
+@dataclass(frozen=True)
+class Alert:
+    """One alert and the runbook line the README carries for it."""
+
+    name: str
+    expr: str
+    minutes: int
+    summary: str
+    runbook: str
+
+
+@dataclass(frozen=True)
+class Panel:
+    title: str
+    unit: str
+    exprs: tuple[tuple[str, str], ...]  # (legend, PromQL)
+
+
+@cache
+def metric_catalog() -> dict[str, Any]:
+    """Metric names each pinned component exports, with their source (gpushare/monitoring/metrics.yaml)."""
+    return yaml.load(METRICS_PATH.read_text(), Loader=SAFE_LOADER)
+
+
+def known_metrics() -> frozenset[str]:
+    return frozenset(m for component in metric_catalog().values() for m in component["metrics"])
+
+
+def hami_jobs(config: StackConfig) -> tuple[str, str]:
+    """The `job` label Prometheus gives HAMi's targets: the Service names of the pinned release."""
+    fullname = compat.hami_fullname(names.HAMI_RELEASE, hami_values(config))
+    return f"{fullname}-scheduler", f"{fullname}-device-plugin-monitor"
+
+
+def _team_namespaces(config: StackConfig) -> str:
+    return "|".join(team.name for team in config.teams)
+
+
+def _running_gpu_requests(selector: str = "") -> str:
+    """nvidia.com/gpu requested by containers of Running pods (finished pods keep their request series)."""
+    extra = f", {selector}" if selector else ""
+    requests = f'kube_pod_container_resource_requests{{resource="{KSM_GPU_RESOURCE}"{extra}}}'
+    return f'{requests} * on (namespace, pod) group_left () (kube_pod_status_phase{{phase="Running"}} == 1)'
+
+
+def _pending_gpu_pods() -> str:
+    """Pods in phase Pending that request nvidia.com/gpu (every HAMi or exclusive GPU pod does)."""
+    pending = 'max by (namespace, pod) (kube_pod_status_phase{phase="Pending"}) == 1'
+    gpu = f'sum by (namespace, pod) (kube_pod_container_resource_requests{{resource="{KSM_GPU_RESOURCE}"}}) > 0'
+    return f"({pending}) and on (namespace, pod) ({gpu})"
+
+
+def alerts(config: StackConfig) -> list[Alert]:
+    """The GPU alerts, thresholds from config; README "Seeing your GPUs" has a runbook line for each."""
+    t = config.monitoring.alerts
+    scheduler_job, monitor_job = hami_jobs(config)
+    idle = (
+        '(sum by (node) (label_replace(GPUDeviceSharedNum, "node", "$1", "nodeid", "(.+)")) == 0)'
+        " or "
+        f'(avg by (node) (label_replace(DCGM_FI_DEV_GPU_UTIL, "node", "$1", "Hostname", "(.+)"))'
+        f" < {t.node_idle_utilization_percent})"
+    )
+    quota = (
+        f'100 * kube_resourcequota{{type="used", resource=~"requests.nvidia.com/.+", '
+        f'namespace=~"{_team_namespaces(config)}"}}'
+        f' / on (namespace, resourcequota, resource) (kube_resourcequota{{type="hard"}} > 0)'
+        f" > {t.quota_use_percent}"
+    )
+    return [
+        Alert(
+            "GpuNodeClaimNotInitialized",
+            f"max by (name) (operator_nodeclaim_status_condition_current_status_seconds"
+            f'{{type="Initialized", status="Unknown"}}) > {t.node_claim_not_initialized_minutes * 60}',
+            0,
+            f"NodeClaim {{{{ $labels.name }}}} not Initialized after {t.node_claim_not_initialized_minutes} minutes",
+            "kubectl describe nodeclaim NAME: ResourceNotRegistered means the HAMi device plugin or the mock "
+            "device plugin is not running on that node (kubectl -n kube-system get pods -o wide)",
+        ),
+        Alert(
+            "GpuPodPending",
+            _pending_gpu_pods(),
+            t.pod_pending_minutes,
+            f"GPU pod {{{{ $labels.namespace }}}}/{{{{ $labels.pod }}}} Pending for {t.pod_pending_minutes} minutes",
+            "kubectl describe pod: no NodeClaim means no pool fits (quota, pool limit, overlay); a NodeClaim "
+            "means the node is still coming up (see GpuNodeClaimNotInitialized)",
+        ),
+        Alert(
+            "GpuNodeIdle",
+            idle,
+            t.node_idle_minutes,
+            f"GPU node {{{{ $labels.node }}}} idle (no vGPU allocated or utilization below "
+            f"{t.node_idle_utilization_percent}%) for {t.node_idle_minutes} minutes",
+            "kubectl get pods -A -o wide --field-selector spec.nodeName=NODE: move or stop the idle workload, "
+            "or let consolidation remove the node",
+        ),
+        Alert(
+            "GpuTeamQuotaHigh",
+            quota,
+            5,
+            f"Team {{{{ $labels.namespace }}}} uses over {t.quota_use_percent}% of its "
+            "{{ $labels.resource }} quota",
+            "kubectl -n TEAM describe resourcequota: free vGPUs or raise the team's quota in gpushare:teams",
+        ),
+        Alert(
+            "HamiSchedulerDown",
+            f'(max(up{{job="{scheduler_job}"}}) == 0) or absent(up{{job="{scheduler_job}"}})',
+            t.component_down_minutes,
+            "HAMi scheduler is not scraped: GPU pods cannot be scheduled",
+            "kubectl -n kube-system get pods -l app.kubernetes.io/component=hami-scheduler; read its logs",
+        ),
+        Alert(
+            "HamiDevicePluginDown",
+            f'up{{job="{monitor_job}"}} == 0',
+            t.component_down_minutes,
+            "HAMi device-plugin monitor on {{ $labels.node }} is down",
+            "kubectl -n kube-system get pods -l app.kubernetes.io/component=hami-device-plugin -o wide; a GPU "
+            "node without it registers no vGPUs",
+        ),
+    ]
+
+
+def rule_groups(config: StackConfig) -> list[dict[str, Any]]:
+    """Prometheus rule groups (the PrometheusRule spec, and the file `promtool` checks)."""
+    rules = []
+    for alert in alerts(config):
+        rule: dict[str, Any] = {"alert": alert.name, "expr": alert.expr}
+        if alert.minutes:
+            rule["for"] = f"{alert.minutes}m"
+        rule["labels"] = {"severity": "warning"}
+        rule["annotations"] = {"summary": alert.summary, "runbook": alert.runbook}
+        rules.append(rule)
+    return [{"name": "gpushare-gpu", "rules": rules}]
+
+
+def _by_pool(expr: str, node_label: str) -> str:
+    """Sum a per-node expression by the node's pool (kube_node_labels from kube-state-metrics)."""
+    pools = "kube_node_labels"
+    if node_label != "node":
+        pools = f'label_replace(kube_node_labels, "{node_label}", "$1", "node", "(.+)")'
+    return f"sum by ({POOL_METRIC_LABEL}) ({expr} * on ({node_label}) group_left ({POOL_METRIC_LABEL}) {pools})"
+
+
+def panels(config: StackConfig) -> list[Panel]:
+    """Dashboard panels: what is shared and used, per pool and team, and what is stuck."""
+    gpu = KSM_GPU_RESOURCE
+    pool = f"{{{{{POOL_METRIC_LABEL}}}}}"
+    teams = f'namespace=~"{_team_namespaces(config)}"'
+    return [
+        Panel(
+            "vGPUs registered vs allocated per pool",
+            "short",
+            (
+                (f"{pool} registered", _by_pool(f'kube_node_status_allocatable{{resource="{gpu}"}}', "node")),
+                (
+                    f"{pool} allocated",
+                    _by_pool(f"sum by (node) ({_running_gpu_requests()})", "node"),
+                ),
+            ),
+        ),
+        Panel(
+            "GPU memory registered vs allocated per pool",
+            "bytes",
+            (
+                (f"{pool} registered", _by_pool("sum by (nodeid) (GPUDeviceMemoryLimit)", "nodeid")),
+                (f"{pool} allocated", _by_pool("sum by (nodeid) (GPUDeviceMemoryAllocated)", "nodeid")),
+            ),
+        ),
+        Panel(
+            "GPU cores registered vs allocated per pool (100 per GPU)",
+            "short",
+            (
+                (f"{pool} registered", _by_pool("sum by (nodeid) (GPUDeviceCoreLimit)", "nodeid")),
+                (f"{pool} allocated", _by_pool("sum by (nodeid) (GPUDeviceCoreAllocated)", "nodeid")),
+            ),
+        ),
+        Panel(
+            "vGPUs, GPU memory and cores allocated per team",
+            "short",
+            (
+                (
+                    "{{namespace}} vGPUs",
+                    f"sum by (namespace) ({_running_gpu_requests(teams)})",
+                ),
+                ("{{podnamespace}} memory MiB", "sum by (podnamespace) (vGPUMemoryAllocated) / 1048576"),
+                ("{{podnamespace}} cores %", "sum by (podnamespace) (vGPUCoreAllocated)"),
+            ),
+        ),
+        Panel(
+            "GPU utilization per node",
+            "percent",
+            (("{{Hostname}}", "avg by (Hostname) (DCGM_FI_DEV_GPU_UTIL)"),),
+        ),
+        Panel(
+            "GPU utilization per pod (HAMi vGPU)",
+            "percent",
+            (
+                (
+                    "{{podnamespace}}/{{podname}}",
+                    "avg by (podnamespace, podname) (Device_utilization_desc_of_container)",
+                ),
+            ),
+        ),
+        Panel(
+            "Karpenter NodeClaims by condition",
+            "short",
+            (
+                (
+                    "{{type}}={{status}}",
+                    'sum by (type, status) (operator_nodeclaim_status_condition_count{type=~"Launched|Registered|'
+                    'Initialized|Ready"})',
+                ),
+            ),
+        ),
+        Panel(
+            "Pending GPU pods",
+            "short",
+            (("{{namespace}}", f"count by (namespace) ({_pending_gpu_pods()})"),),
+        ),
+    ]
+
+
+def dashboard(config: StackConfig) -> dict[str, Any]:
+    """Grafana dashboard JSON model: one time series panel per Panel, two per row."""
+    body = []
+    for i, panel in enumerate(panels(config)):
+        body.append(
+            {
+                "id": i + 1,
+                "type": "timeseries",
+                "title": panel.title,
+                "datasource": {"type": "prometheus", "uid": "${datasource}"},
+                "gridPos": {"h": 8, "w": 12, "x": 12 * (i % 2), "y": 8 * (i // 2)},
+                "fieldConfig": {"defaults": {"unit": panel.unit}, "overrides": []},
+                "targets": [
+                    {"refId": chr(ord("A") + j), "expr": expr, "legendFormat": legend}
+                    for j, (legend, expr) in enumerate(panel.exprs)
+                ],
+            }
+        )
+    return {
+        "uid": "gpushare-gpus",
+        "title": "gpushare: GPUs",
+        "schemaVersion": 39,
+        "time": {"from": "now-6h", "to": "now"},
+        "templating": {
+            "list": [{"name": "datasource", "type": "datasource", "query": "prometheus", "label": "Prometheus"}]
+        },
+        "panels": body,
+    }
+
+
+def all_expressions(config: StackConfig) -> Iterator[tuple[str, str]]:
+    """(where, PromQL) for every alert and dashboard expression."""
+    for alert in alerts(config):
+        yield f"alert {alert.name}", alert.expr
+    for panel in panels(config):
+        for legend, expr in panel.exprs:
+            yield f"panel {panel.title!r} ({legend})", expr

@@ -1,0 +1,27 @@
+"""The GPU alerts and dashboard: every alert has promtool fixtures and a README runbook line, every metric a source."""
+
+from __future__ import annotations
+
+import yaml
+
+from gpushare.render import alerts
+from tests.conftest import ROOT
+
+README = (ROOT / "README.md").read_text()
+
+
+def test_every_alert_has_promtool_fixtures_and_a_readme_runbook_line(prod):
+    fixtures = yaml.safe_load(alerts.RULES_TEST_PATH.read_text())
+    tested = {case["alertname"] for test in fixtures["tests"] for case in test["alert_rule_test"]}
+    fired = {case["alertname"] for test in fixtures["tests"] for case in test["alert_rule_test"] if case["exp_alerts"]}
+    rules = {alert.name: alert for alert in alerts.alerts(prod)}
+    assert tested == fired == set(rules)
+    for alert in rules.values():
+        row = next((line for line in README.splitlines() if line.startswith(f"| `{alert.name}`")), None)
+        assert row is not None, f"README 'Seeing your GPUs' lacks {alert.name}"
+        assert row.endswith(f"| {alert.runbook} |"), f"README runbook for {alert.name} differs from the rule"
+
+
+def test_metric_catalog_names_a_source_for_every_component():
+    for component, entry in alerts.metric_catalog().items():
+        assert entry["source"] and entry["version"] and entry["metrics"], component

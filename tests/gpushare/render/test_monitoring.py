@@ -1,0 +1,177 @@
+"""Monitoring: config, rendered releases and objects, the pure checks the policy pack uses, and wiring."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from gpushare import names, pins
+from gpushare.errors import ConfigError
+from gpushare.images import UPSTREAM_REGISTRIES as UPSTREAM
+from gpushare.loader import load_stack_config
+from gpushare.render import alerts, monitoring
+from policies.gpushare_policies.rules.gpu_exporter_on_gpu_nodes import exporter_placement_problems
+from policies.gpushare_policies.rules.monitoring_images_pinned import floating_image_tags, unpinned_images
+from policies.gpushare_policies.rules.monitoring_webui_reads_hami_metrics import webui_compatible
+from policies.gpushare_policies.rules.service_monitors_find_their_targets import service_monitor_namespace_problems
+from tests.conftest import ROOT, raw_stack
+from tests.test_main import by_type, one, urn
+
+HELM = "kubernetes:helm.sh/v3:Release"
+README = (ROOT / "README.md").read_text()
+
+
+def test_off_by_default_and_in_dev_on_in_prod(dev, prod):
+    assert not dev.monitoring.enabled
+    assert monitoring.monitoring_releases(dev) == [] and monitoring.monitoring_objects(dev) == []
+    assert prod.monitoring.enabled
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "key"),
+    [
+        ("retention", "15 days", "gpushare:monitoring.retention"),
+        ("storageSize", "100GB", "gpushare:monitoring.storageSize"),
+        ("alerts", {"quotaUsePercent": 150}, "gpushare:monitoring.alerts.quotaUsePercent"),
+        ("alerts", {"nodeIdleMinutes": 1}, "gpushare:monitoring.alerts.nodeIdleMinutes"),
+        ("existingPrometheus", {"url": "prometheus:9090"}, "gpushare:monitoring.existingPrometheus.url"),
+        ("scrapeInterval", "30s", "gpushare:monitoring.scrapeInterval"),
+    ],
+)
+def test_bad_monitoring_config_names_the_key(prod_raw, field, value, key):
+    prod_raw["gpushare:monitoring"][field] = value
+    with pytest.raises(ConfigError) as error:
+        load_stack_config(prod_raw)
+    assert str(error.value).startswith(key)
+
+
+def test_prod_deploys_three_pinned_releases_on_system_nodes(prod):
+    releases = {r.name: r for r in monitoring.monitoring_releases(prod)}
+    assert set(releases) == {names.MONITORING_RELEASE, names.DCGM_RELEASE, names.WEBUI_RELEASE}
+    system = {names.SYSTEM_ROLE_LABEL: names.SYSTEM_ROLE}
+    kps = releases[names.MONITORING_RELEASE].values
+    assert kps["prometheus"]["prometheusSpec"]["nodeSelector"] == system
+    assert kps["prometheus"]["prometheusSpec"]["retention"] == prod.monitoring.retention
+    volume = kps["prometheus"]["prometheusSpec"]["storageSpec"]["volumeClaimTemplate"]["spec"]
+    assert volume["resources"]["requests"]["storage"] == prod.monitoring.storage_size
+    webui = releases[names.WEBUI_RELEASE].values
+    assert webui["nodeSelector"] == system and webui["service"]["type"] == "ClusterIP"
+    assert webui["externalPrometheus"] == {
+        "enabled": True,
+        "address": f"http://{names.MONITORING_RELEASE}-prometheus.{names.MONITORING_NAMESPACE}.svc:9090",
+    }
+    assert all(r.version and r.repository for r in releases.values())
+
+
+def test_existing_prometheus_gets_only_labelled_objects(prod_raw):
+    prod_raw["gpushare:monitoring"]["existingPrometheus"] = {
+        "url": "http://prometheus.observability.svc:9090",
+        "labels": {"release": "platform"},
+    }
+    config = load_stack_config(prod_raw)
+    releases = {r.name: r for r in monitoring.monitoring_releases(config)}
+    assert names.MONITORING_RELEASE not in releases
+    assert (
+        releases[names.WEBUI_RELEASE].values["externalPrometheus"]["address"]
+        == config.monitoring.existing_prometheus.url
+    )
+    assert releases[names.DCGM_RELEASE].values["serviceMonitor"]["additionalLabels"] == {"release": "platform"}
+    for obj in monitoring.monitoring_objects(config)[1:]:
+        assert obj["metadata"]["labels"]["release"] == "platform", obj["metadata"]["name"]
+
+
+def test_webui_compatibility_follows_the_hami_metric_rename():
+    assert webui_compatible("2.8.3", "1.1.0")
+    assert webui_compatible("2.7.1", "1.1.0")
+    assert not webui_compatible("2.9.0", "1.1.0")
+    assert not webui_compatible("2.8.3", "1.2.0")
+
+
+def test_shipped_webui_fits_every_hami_chart_the_config_allows_with_monitoring(prod):
+    assert webui_compatible(prod.hami.chart_version, pins.chart_version(names.WEBUI_CHART))
+
+
+def test_no_floating_image_tags_in_monitoring_releases(prod):
+    for release in monitoring.monitoring_releases(prod):
+        assert floating_image_tags(release.values) == [], release.name
+    chart_default = {"image": {"frontend": {"repository": "projecthami/hami-webui-fe-oss", "tag": "main"}}}
+    assert floating_image_tags(chart_default) == ["image.frontend"]
+    assert floating_image_tags({"image": {"repository": "nvcr.io/nvidia/k8s/dcgm-exporter"}}) == ["image"]
+    for release in monitoring.monitoring_releases(prod):
+        assert unpinned_images(release.chart, release.values) == [], release.name
+    assert unpinned_images(names.WEBUI_CHART, {"service": {"type": "ClusterIP"}}) == [
+        "image.frontend",
+        "image.backend",
+    ]
+
+
+def test_exporter_runs_on_tainted_gpu_pools_only(prod):
+    values = monitoring.dcgm_exporter_values(prod)
+    assert exporter_placement_problems(values) == []
+    untolerated = {**values, "tolerations": [{"key": "node-role.kubernetes.io/control-plane", "operator": "Exists"}]}
+    assert exporter_placement_problems(untolerated) == ["does not tolerate the GPU taint nvidia.com/gpu:NoSchedule"]
+    everywhere = {**values, "affinity": {}}
+    assert exporter_placement_problems(everywhere) == [
+        "does not require the GPU pool label gpushare.io/sharing (nodeAffinity Exists)"
+    ]
+
+
+def test_every_gpu_pool_node_carries_the_label_the_exporter_requires(prod):
+    from gpushare.render.karpenter import pool_labels
+
+    for pool in prod.pools:
+        assert names.SHARING_LABEL in pool_labels(pool)
+
+
+def test_service_monitors_select_the_namespaces_hami_and_karpenter_run_in(prod):
+    expected = monitoring.scrape_namespaces()
+    monitors = monitoring.service_monitors(prod)
+    assert {m["metadata"]["name"] for m in monitors} == set(expected)
+    for monitor in monitors:
+        assert service_monitor_namespace_problems(monitor, expected) == []
+    moved = copy.deepcopy(monitors[0])
+    moved["spec"]["namespaceSelector"]["matchNames"] = ["hami-system"]
+    assert service_monitor_namespace_problems(moved, expected) == [
+        "ServiceMonitor hami-scheduler selects namespaces ['hami-system'], but its target runs in kube-system"
+    ]
+
+
+def test_dashboard_is_a_sidecar_configmap_with_every_panel_documented(prod):
+    configmap = monitoring.dashboard_configmap(prod)
+    assert configmap["metadata"]["labels"] == {monitoring.DASHBOARD_LABEL[0]: monitoring.DASHBOARD_LABEL[1]}
+    dashboard = json.loads(configmap["data"]["gpushare-gpus.json"])
+    assert len({p["id"] for p in dashboard["panels"]}) == len(dashboard["panels"]) == len(alerts.panels(prod))
+    for panel in dashboard["panels"]:
+        assert panel["targets"] and all(t["expr"] for t in panel["targets"])
+        assert f"| {panel['title']} |" in README, f"README 'Seeing your GPUs' lacks panel {panel['title']!r}"
+
+
+def test_monitoring_is_wired_after_the_cluster_and_scraped_releases(plans):
+    plan = plans["prod"]
+    kps = one(plan, HELM, names.MONITORING_RELEASE)
+    namespace = urn(plan, "kubernetes:core/v1:Namespace", f"namespace-{names.MONITORING_NAMESPACE}")
+    assert namespace in kps["dependencies"] and urn(plan, HELM, names.HAMI_RELEASE) in kps["dependencies"]
+    for name in (names.DCGM_RELEASE, names.WEBUI_RELEASE):
+        assert kps["urn"] in one(plan, HELM, name)["dependencies"], name
+    for token in (
+        "kubernetes:monitoring.coreos.com/v1:ServiceMonitor",
+        "kubernetes:monitoring.coreos.com/v1:PrometheusRule",
+    ):
+        for resource in by_type(plan, token):
+            assert kps["urn"] in resource["dependencies"], resource["name"]
+            assert resource["parent"].endswith("gpushare:index:Monitoring::monitoring")
+    assert not [r for r in plans["dev"]["resources"] if r["type"] == "gpushare:index:Monitoring"]
+
+
+def test_every_monitoring_value_key_was_verified_in_the_pinned_chart(prod_raw):
+    mirrored = {**raw_stack("prod"), "gpushare:registryMirrors": {r: f"mirror.example.com/{r}" for r in UPSTREAM}}
+    prod_raw["gpushare:monitoring"]["existingPrometheus"] = {"url": "http://prom.obs.svc:9090", "labels": {"a": "b"}}
+    for config in (load_stack_config(raw_stack("prod")), load_stack_config(prod_raw), load_stack_config(mirrored)):
+        for release in monitoring.monitoring_releases(config):
+            assert monitoring.unverified_value_keys(release.chart, release.version, release.values) == [], release.name
+    assert monitoring.unverified_value_keys(
+        names.DCGM_CHART, pins.chart_version(names.DCGM_CHART), {"nodeSelector": {"a": "b"}}
+    ) == ["nodeSelector.a"]
+    assert monitoring.unverified_value_keys(names.DCGM_CHART, "9.9.9", {"image": {"tag": "x"}}) == ["image.tag"]

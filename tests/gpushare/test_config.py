@@ -1,0 +1,402 @@
+"""Stack config: the shipped stacks load; every bad input fails with one line naming the key."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from gpushare import pins
+from gpushare.errors import ConfigError
+from gpushare.loader import load_stack_config
+from tests.conftest import raw_stack
+
+
+def test_dev_stack(dev):
+    assert dev.region == "us-west-2"
+    assert [p.name for p in dev.pools] == ["g5-shared", "g4dn-shared", "g6-timeslice"]
+    assert [p.sharing for p in dev.pools] == ["hami", "hami", "timeslice"]
+    assert dev.pools[2].replicas == 4
+    assert len(dev.teams) == 2
+    assert dev.cluster.network.creates_vpc
+
+
+def test_prod_stack(prod):
+    assert not prod.cluster.endpoint.public_access
+    assert prod.karpenter.ami_alias == "al2023@v20260903"
+    assert len(prod.teams) == 3
+    assert [p.name for p in prod.pools if p.sharing == "exclusive"] == ["training"]
+    assert {"spot", "on-demand"} <= {c for p in prod.pools for c in p.capacity_types}
+
+
+def test_defaults_fill_what_is_left_out():
+    raw = raw_stack("dev")
+    for key in ("gpushare:karpenter", "gpushare:hami"):
+        del raw[key]
+    config = load_stack_config(raw)
+    assert config.karpenter.chart_version == pins.chart_version("karpenter")
+    assert config.hami.chart_version == pins.chart_version("hami")
+    assert config.hami.profile.device_split_count == 10
+
+
+def test_object_config_arrives_as_json_text_from_the_engine():
+    raw = raw_stack("dev")
+    raw["gpushare:pools"] = json.dumps(raw["gpushare:pools"])
+    assert load_stack_config(raw).pools[0].name == "g5-shared"
+
+
+Mutation = Callable[[dict[str, Any]], None]
+
+
+def _set(path: str, value: Any) -> Mutation:
+    """Mutation setting `gpushare:pools.0.maxGpus`-style paths (numbers index lists)."""
+
+    def apply(raw: dict[str, Any]) -> None:
+        key, *steps = path.split(".")
+        target: Any = raw[key] if steps else raw
+        for step in steps[:-1]:
+            target = target[int(step)] if step.isdigit() else target[step]
+        last = steps[-1] if steps else key
+        target[int(last) if last.isdigit() else last] = value
+
+    return apply
+
+
+def _drop(path: str) -> Mutation:
+    def apply(raw: dict[str, Any]) -> None:
+        key, *steps = path.split(".")
+        target: Any = raw[key] if steps else raw
+        for step in steps[:-1]:
+            target = target[int(step)] if step.isdigit() else target[step]
+        del target[steps[-1] if steps else key]
+
+    return apply
+
+
+def _both(first: Mutation, second: Mutation) -> Mutation:
+    def apply(raw: dict[str, Any]) -> None:
+        first(raw)
+        second(raw)
+
+    return apply
+
+
+BAD_CONFIG = [
+    (
+        "unknown instance type",
+        _set("gpushare:pools.0.instanceTypes.1", "g5.huge"),
+        "gpushare:pools[0].instanceTypes[1]: 'g5.huge' is not in the GPU catalog; allowed: g4dn.xlarge",
+    ),
+    (
+        "type above mock ceiling",
+        _set("gpushare:pools.0.instanceTypes.1", "g5.48xlarge"),
+        "gpushare:pools[0].instanceTypes[1]: g5.48xlarge: nvidia.com/gpumem would be 184224 units",
+    ),
+    (
+        "pool no team uses",
+        _both(_set("gpushare:teams.0.pools", ["g5-shared"]), _set("gpushare:teams.1.pools", ["g5-shared"])),
+        "gpushare:pools[1].name: no team lists pool 'g4dn-shared'",
+    ),
+    (
+        "team names unknown pool",
+        _set("gpushare:teams.0.pools.1", "a100-pool"),
+        "gpushare:teams[0].pools[1]: unknown pool 'a100-pool'; allowed: g5-shared, g4dn-shared",
+    ),
+    (
+        "duplicate pool",
+        _set("gpushare:pools.1.name", "g5-shared"),
+        "gpushare:pools[1].name: duplicate name 'g5-shared'",
+    ),
+    (
+        "duplicate team",
+        _set("gpushare:teams.1.name", "ml-research"),
+        "gpushare:teams[1].name: duplicate name 'ml-research'",
+    ),
+    (
+        "vGPU quota too big",
+        _set("gpushare:teams.1.quota.gpus", 41),
+        "gpushare:teams[1].quota.gpus: 41 is more than pools g4dn-shared can ever provide (whole nodes within their "
+        "maxGpus); allowed: at most 40",
+    ),
+    (
+        "memory quota too big",
+        _set("gpushare:teams.1.quota.gpuMemoryMib", 61441),
+        "gpushare:teams[1].quota.gpuMemoryMib: 61441 is more than pools g4dn-shared can ever provide (whole "
+        "nodes within their maxGpus); allowed: at most 61440",
+    ),
+    (
+        "cores quota too big",
+        _set("gpushare:teams.1.quota.gpuCores", 401),
+        "gpushare:teams[1].quota.gpuCores: 401 is more than",
+    ),
+    (
+        "maxGpus below a node",
+        lambda raw: raw["gpushare:pools"][0].update(instanceTypes=["g5.xlarge", "g5.12xlarge"], maxGpus=2),
+        "gpushare:pools[0].maxGpus: 2 is below the 4 GPUs of g5.12xlarge",
+    ),
+    (
+        "malformed number",
+        _set("gpushare:pools.0.maxGpus", "eight"),
+        "gpushare:pools[0].maxGpus: Input should be a valid integer",
+    ),
+    (
+        "negative quota",
+        _set("gpushare:teams.0.quota.gpus", -1),
+        "gpushare:teams[0].quota.gpus: Input should be greater than or equal to 0 (got -1)",
+    ),
+    (
+        "bad capacity type",
+        _set("gpushare:pools.0.capacityTypes", ["reserved"]),
+        "gpushare:pools[0].capacityTypes[0]: Input should be 'on-demand' or 'spot'",
+    ),
+    (
+        "bad sharing mode",
+        _set("gpushare:pools.0.sharing", "mig"),
+        "gpushare:pools[0].sharing: Input should be 'hami', 'exclusive' or 'timeslice'",
+    ),
+    (
+        "timeslice without replicas",
+        _set("gpushare:pools.0.sharing", "timeslice"),
+        "gpushare:pools[0]: sharing timeslice needs replicas (pods per GPU, 2 to 64)",
+    ),
+    (
+        "replicas on a HAMi pool",
+        _set("gpushare:pools.0.replicas", 4),
+        "gpushare:pools[0]: replicas is only for sharing timeslice, not hami",
+    ),
+    (
+        "one replica per GPU",
+        _set("gpushare:pools.2.replicas", 1),
+        "gpushare:pools[2].replicas: Input should be greater than or equal to 2 (got 1)",
+    ),
+    (
+        "time-sliced quota above the pool",
+        _set("gpushare:teams.0.quota.sharedGpus", 9),
+        "gpushare:teams[0].quota.sharedGpus: 9 is more than pools g5-shared, g4dn-shared, g6-timeslice can ever "
+        "provide (whole nodes within their maxGpus); allowed: at most 8",
+    ),
+    (
+        "bad pool name",
+        _set("gpushare:pools.0.name", "G5_Shared"),
+        "gpushare:pools[0].name: String should match pattern",
+    ),
+    ("unknown field", _set("gpushare:pools.0.maxGPUs", 3), "gpushare:pools[0].maxGPUs: unknown key"),
+    ("unknown top-level key", _set("gpushare:pool", []), "gpushare:pool: unknown key; allowed: gpushare:cluster"),
+    ("missing region", _drop("aws:region"), "aws:region: is required"),
+    ("missing pools", _drop("gpushare:pools"), "gpushare:pools: Field required"),
+    (
+        "old karpenter",
+        _set("gpushare:karpenter.chartVersion", "1.6.2"),
+        "gpushare:karpenter.chartVersion: 1.6.2 has no NodeOverlay; allowed: 1.7.0 or newer",
+    ),
+    (
+        "hami too new for mock",
+        _set("gpushare:hami.chartVersion", "2.10.0"),
+        "gpushare:hami: chartVersion 2.10.0 writes a device config mock 1.0.1 cannot parse",
+    ),
+    (
+        "unknown hami chart",
+        _set("gpushare:hami.chartVersion", "3.0.0"),
+        "gpushare:hami.chartVersion: '3.0.0' is not a HAMi chart this stack knows",
+    ),
+    (
+        "memoryFactor the chart cannot set",
+        _set("gpushare:hami.profile.memoryFactor", 4),
+        f"gpushare:hami: profile.memoryFactor 4: HAMi chart {pins.chart_version('hami')} hard-codes memoryFactor: 1",
+    ),
+    (
+        "untagged mock image",
+        _set("gpushare:hami.mockDevicePluginImage", "projecthami/mock-device-plugin"),
+        "gpushare:hami.mockDevicePluginImage: 'projecthami/mock-device-plugin' has no known HAMi compatibility",
+    ),
+    (
+        "bad scheduler policy",
+        _set("gpushare:hami.schedulerPolicy.node", "random"),
+        "gpushare:hami.schedulerPolicy.node: Input should be 'binpack' or 'spread'",
+    ),
+    (
+        "public endpoint without cidrs",
+        _drop("gpushare:cluster.endpoint.publicAccessCidrs"),
+        "gpushare:cluster.endpoint: publicAccess is true: list publicAccessCidrs",
+    ),
+    (
+        "bad cidr",
+        _set("gpushare:cluster.endpoint.publicAccessCidrs", ["10.0.0.1/8"]),
+        "gpushare:cluster.endpoint.publicAccessCidrs: '10.0.0.1/8' is not a CIDR",
+    ),
+    (
+        "bad kubernetes version",
+        _set("gpushare:cluster.kubernetesVersion", "1.34.2"),
+        "gpushare:cluster.kubernetesVersion: String should match pattern",
+    ),
+    (
+        "subnets without vpc",
+        _set("gpushare:cluster.network.privateSubnetIds", ["subnet-0abc"]),
+        "gpushare:cluster.network: privateSubnetIds/publicSubnetIds need vpcId",
+    ),
+    (
+        "ami alias not pinned form",
+        _set("gpushare:karpenter.amiVersion", "2026.09"),
+        "gpushare:karpenter.amiVersion: String should match pattern",
+    ),
+    (
+        "reserved namespace",
+        _set("gpushare:teams.0.name", "kube-system"),
+        "gpushare:teams[0].name: 'kube-system' is a reserved namespace name",
+    ),
+    (
+        "bad role arn",
+        _set("gpushare:teams.0.namespaceAccessRoleArn", "ml-devs"),
+        "gpushare:teams[0].namespaceAccessRoleArn: String should match pattern",
+    ),
+    (
+        "bad duration",
+        _set("gpushare:pools.0.disruption", {"consolidateAfter": "ten minutes"}),
+        "gpushare:pools[0].disruption.consolidateAfter: String should match pattern",
+    ),
+    (
+        "repeated instance type",
+        _set("gpushare:pools.0.instanceTypes", ["g5.xlarge", "g5.xlarge"]),
+        "gpushare:pools[0].instanceTypes: lists g5.xlarge more than once",
+    ),
+    (
+        "system group sizes",
+        _set("gpushare:cluster.systemNodeGroup.desiredSize", 9),
+        "gpushare:cluster.systemNodeGroup: need minSize <= desiredSize <= maxSize, got 2/9/3",
+    ),
+    ("invalid json from engine", _set("gpushare:teams", "[{not json"), "gpushare:teams: is not valid JSON"),
+    (
+        "private endpoint nobody can reach",
+        _both(
+            _set("gpushare:cluster.endpoint.publicAccess", False), _drop("gpushare:cluster.endpoint.publicAccessCidrs")
+        ),
+        "gpushare:cluster.endpoint: publicAccess is false and nobody may reach the private endpoint",
+    ),
+    (
+        "private ranges without a private endpoint",
+        _both(
+            _set("gpushare:cluster.endpoint.privateAccess", False),
+            _set("gpushare:cluster.endpoint.privateAccessCidrs", ["10.0.0.0/8"]),
+        ),
+        "gpushare:cluster.endpoint: privateAccessCidrs/privateAccessSecurityGroupIds are set but privateAccess",
+    ),
+    (
+        "bad security group",
+        _set("gpushare:cluster.endpoint.privateAccessSecurityGroupIds", ["default"]),
+        "gpushare:cluster.endpoint.privateAccessSecurityGroupIds: 'default' is not a security group id",
+    ),
+    (
+        "admin that is not an IAM principal",
+        _set("gpushare:cluster.adminPrincipalArns", ["arn:aws:s3:::bucket"]),
+        "gpushare:cluster.adminPrincipalArns: 'arn:aws:s3:::bucket' is not an IAM role or user ARN",
+    ),
+    (
+        "log retention CloudWatch refuses",
+        _set("gpushare:cluster.logRetentionDays", 45),
+        "gpushare:cluster.logRetentionDays: 45 is not a CloudWatch Logs retention; allowed: 1, 3, 5",
+    ),
+    (
+        "team lists a pool twice",
+        _set("gpushare:teams.1.pools", ["g4dn-shared", "g4dn-shared"]),
+        "gpushare:teams[1].pools: lists g4dn-shared more than once",
+    ),
+    (
+        "mirror for a registry the stack never pulls from",
+        _set("gpushare:registryMirrors", {"gcr.io": "123456789012.dkr.ecr.us-west-2.amazonaws.com/gcr"}),
+        "gpushare:registryMirrors.gcr.io: 'gcr.io' is not a registry the stack pulls images from; allowed: "
+        "docker.io, ghcr.io, nvcr.io, public.ecr.aws, quay.io, registry.k8s.io",
+    ),
+    (
+        "mirror with a scheme",
+        _set("gpushare:registryMirrors", {"docker.io": "https://mirror.example.com/docker-hub"}),
+        "gpushare:registryMirrors.docker.io: 'https://mirror.example.com/docker-hub' is not a registry host[/path]",
+    ),
+    (
+        "mirror with a trailing slash",
+        _set("gpushare:registryMirrors", {"quay.io": "mirror.example.com/quay/"}),
+        "gpushare:registryMirrors.quay.io: 'mirror.example.com/quay/' is not a registry host[/path]",
+    ),
+    (
+        "mirrors not a map",
+        _set("gpushare:registryMirrors", ["docker.io"]),
+        "gpushare:registryMirrors: Input should be a valid dictionary",
+    ),
+    (
+        "termination grace period not a duration",
+        _set("gpushare:pools.0.disruption", {"terminationGracePeriod": "1 hour"}),
+        "gpushare:pools[0].disruption.terminationGracePeriod:",
+    ),
+]
+
+
+@pytest.mark.parametrize(("mutate", "expected"), [c[1:] for c in BAD_CONFIG], ids=[c[0] for c in BAD_CONFIG])
+def test_bad_config_names_the_key(mutate, expected):
+    raw = raw_stack("dev")
+    mutate(raw)
+    with pytest.raises(ConfigError) as caught:
+        load_stack_config(raw)
+    lines = str(caught.value).splitlines()
+    assert any(line.startswith(expected) for line in lines), lines
+    assert all(line.startswith(("gpushare:", "aws:")) for line in lines), lines
+
+
+def test_every_problem_is_reported_not_only_the_first():
+    raw = raw_stack("dev")
+    _set("gpushare:pools.0.maxGpus", 0)(raw)
+    _set("gpushare:teams.1.quota.gpus", -1)(raw)
+    _set("gpushare:cluster.logRetentionDays", 45)(raw)
+    with pytest.raises(ConfigError) as caught:
+        load_stack_config(raw)
+    keys = [line.split(":", 2)[0] + ":" + line.split(":", 2)[1] for line in str(caught.value).splitlines()]
+    assert keys == [
+        "gpushare:cluster.logRetentionDays",
+        "gpushare:pools[0].maxGpus",
+        "gpushare:teams[1].quota.gpus",
+    ]
+
+
+def test_every_bad_mirror_is_reported_and_good_ones_load():
+    raw = raw_stack("dev")
+    ecr = "123456789012.dkr.ecr.us-west-2.amazonaws.com"
+    raw["gpushare:registryMirrors"] = {"docker.io": "Mirror.example.com", "k8s.gcr.io": f"{ecr}/k8s", "nvcr.io": ecr}
+    with pytest.raises(ConfigError) as caught:
+        load_stack_config(raw)
+    assert [line.split(": ")[0] for line in str(caught.value).splitlines()] == [
+        "gpushare:registryMirrors.docker.io",
+        "gpushare:registryMirrors.k8s.gcr.io",
+    ]
+    raw["gpushare:registryMirrors"] = {"docker.io": f"{ecr}/docker-hub", "nvcr.io": "mirror.example.com:5000"}
+    assert load_stack_config(raw).registry_mirrors == raw["gpushare:registryMirrors"]
+
+
+def test_cross_key_problems_are_all_reported():
+    raw = raw_stack("dev")
+    _set("gpushare:pools.0.instanceTypes.1", "g5.huge")(raw)
+    _set("gpushare:teams.1.pools", ["g4dn-shared", "a100-pool"])(raw)
+    with pytest.raises(ConfigError) as caught:
+        load_stack_config(raw)
+    lines = str(caught.value).splitlines()
+    assert [line.split(":")[1].split(" ")[0] for line in lines] == ["pools[0].instanceTypes[1]", "teams[1].pools[1]"]
+
+
+def test_exclusive_pool_accepts_types_above_the_mock_ceiling():
+    raw = raw_stack("prod")
+    raw["gpushare:pools"][2]["instanceTypes"].append("p5.48xlarge")
+    assert "p5.48xlarge" in load_stack_config(raw).pool("training").instance_types
+
+
+def test_exclusive_pools_provide_no_gpu_memory_quota():
+    raw = raw_stack("prod")
+    raw["gpushare:teams"][0]["pools"] = ["training"]
+    raw["gpushare:teams"][0]["quota"] = {"gpus": 16, "gpuMemoryMib": 1}
+    with pytest.raises(ConfigError, match=r"quota.gpuMemoryMib: 1 is more than pools training .* at most 0"):
+        load_stack_config(raw)
+
+
+def test_a_digest_pinned_mock_image_is_accepted():
+    raw = raw_stack("dev")
+    image = "docker.io/projecthami/mock-device-plugin:1.0.1@sha256:" + "0" * 64
+    raw["gpushare:hami"]["mockDevicePluginImage"] = image
+    assert load_stack_config(raw).hami.mock_device_plugin_image == image

@@ -1,0 +1,83 @@
+"""What the rule tests share: finding the plan entry to break, and checking that one broken field is caught."""
+
+from __future__ import annotations
+
+import copy
+
+from tests.policies.helpers import broken, find, messages
+
+G5 = "g5-shared"
+
+MOCK_REPO = "docker.io/projecthami/mock-device-plugin"
+
+G5_XL = "g5-shared-g5-xlarge"
+
+INFERENCE_NODE_POLICY = "gpushare-inference-node-scheduler-policy"
+
+PER_GPU = "gpushare-inference-per-gpu-limit"
+
+WIDE = "ml-research"
+
+TS = "g6-timeslice"
+
+TS_XL = "g6-timeslice-g6-xlarge"
+
+TS_LABELS = ["spec", "template", "metadata", "labels"]
+
+
+def pool(r, name=G5):
+    return find(r, "NodePool", name)
+
+
+def overlay(r, name=G5_XL):
+    return find(r, "NodeOverlay", name)
+
+
+def release(r, name):
+    return find(r, "Release", name)
+
+
+def mock(r):
+    return find(r, "DaemonSet", "hami-mock-device-plugin")
+
+
+def node_class(r):
+    return find(r, "EC2NodeClass", "gpu")
+
+
+def cluster(r):
+    return next(x["inputs"] for x in r if x["type"] == "eks:index:Cluster")
+
+
+def set_at(target, path, value):
+    *head, last = path
+    for step in head:
+        target = target[step]
+    target[last] = value
+
+
+def delete_at(target, path):
+    *head, last = path
+    for step in head:
+        target = target[step]
+    del target[last]
+
+
+def rename_key(mapping, old, new):
+    mapping[new] = mapping.pop(old)
+
+
+def renamed(inputs, name):
+
+    clone = copy.deepcopy(inputs)
+    clone["metadata"]["name"] = name
+    return clone
+
+
+def caught(plan, case, expected):
+    """The policy finds the broken field: some message holds every fragment, and every message says the fix."""
+    policy, change, fragments = expected
+    found = messages(broken(plan, change), policy)
+    assert found, f"{policy} missed {case}"
+    assert any(all(fragment in message for fragment in fragments) for message in found), found
+    assert all("Fix:" in message for message in found)

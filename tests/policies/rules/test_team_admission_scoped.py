@@ -1,0 +1,48 @@
+"""Changes that break `team-admission-scoped`: each is caught, and every message says the fix."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.policies.helpers import find
+from tests.policies.rules.breaking import (
+    INFERENCE_NODE_POLICY,
+    caught,
+    delete_at,
+    set_at,
+)
+
+# (policy, change, every fragment one message must contain), on the dev plan
+CASES = {
+    "admission policy for every namespace": (
+        "team-admission-scoped",
+        lambda r: delete_at(
+            find(r, "MutatingAdmissionPolicy", INFERENCE_NODE_POLICY), ["spec", "matchConstraints", "namespaceSelector"]
+        ),
+        [f"MutatingAdmissionPolicy {INFERENCE_NODE_POLICY}: matchConstraints must select only namespace inference"],
+    ),
+    "admission binding for another namespace": (
+        "team-admission-scoped",
+        lambda r: set_at(
+            find(r, "MutatingAdmissionPolicyBinding", INFERENCE_NODE_POLICY),
+            ["spec", "matchResources", "namespaceSelector", "matchLabels", "kubernetes.io/metadata.name"],
+            "ml-research",
+        ),
+        [
+            f"MutatingAdmissionPolicyBinding {INFERENCE_NODE_POLICY}: matchResources must select only namespace "
+            "inference"
+        ],
+    ),
+    "admission policy without binding": (
+        "team-admission-scoped",
+        lambda r: set_at(
+            find(r, "MutatingAdmissionPolicyBinding", INFERENCE_NODE_POLICY), ["spec", "policyName"], "other"
+        ),
+        [f"MutatingAdmissionPolicy {INFERENCE_NODE_POLICY}: no MutatingAdmissionPolicyBinding names it"],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_one_broken_field_is_caught(plans, case):
+    caught(plans["dev"], case, CASES[case])

@@ -1,0 +1,47 @@
+"""Changes that break `team-per-gpu-limit-enforced`: each is caught, and every message says the fix."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpushare.names import GPU_SHARED
+from tests.policies.helpers import drop, find
+from tests.policies.rules.breaking import (
+    PER_GPU,
+    caught,
+    set_at,
+)
+
+# (policy, change, every fragment one message must contain), on the dev plan
+CASES = {
+    "per-GPU limit policy unbound": (
+        "team-per-gpu-limit-enforced",
+        lambda r: drop(r, "ValidatingAdmissionPolicyBinding", PER_GPU),
+        ["Namespace inference: no ValidatingAdmissionPolicy bound with Deny", "more than 15360 nvidia.com/gpumem"],
+    ),
+    "per-GPU limit only warns": (
+        "team-per-gpu-limit-enforced",
+        lambda r: set_at(find(r, "ValidatingAdmissionPolicyBinding", PER_GPU), ["spec", "validationActions"], ["Warn"]),
+        ["Namespace inference: no ValidatingAdmissionPolicy bound with Deny", "nvidia.com/gpucores"],
+    ),
+    "more than one time-sliced replica allowed": (
+        "team-per-gpu-limit-enforced",
+        lambda r: find(r, "ValidatingAdmissionPolicy", "gpushare-ml-research-per-gpu-limit")["spec"][
+            "validations"
+        ].pop(),
+        ["Namespace ml-research: no ValidatingAdmissionPolicy", f"more than 1 {GPU_SHARED} (one time-sliced replica"],
+    ),
+    "per-GPU limit above the largest GPU": (
+        "team-per-gpu-limit-enforced",
+        lambda r: [
+            v.update(expression=v["expression"].replace("quantity('15360')", "quantity('23028')"))
+            for v in find(r, "ValidatingAdmissionPolicy", PER_GPU)["spec"]["validations"]
+        ],
+        [f"ValidatingAdmissionPolicy {PER_GPU}: its nvidia.com/gpumem bound is not 15360", "g4dn-shared"],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_one_broken_field_is_caught(plans, case):
+    caught(plans["dev"], case, CASES[case])

@@ -1,0 +1,107 @@
+"""`make plan` as a user meets it: output files, summary, determinism, and bad input."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from gpushare import pins
+from tests.conftest import ROOT, raw_stack, run_plan
+
+
+def test_plan_writes_manifests_and_helm_values(plans):
+    folder = plans["prod"]["_folder"]
+    manifests = sorted(p.name for p in (folder / "manifests").iterdir())
+    assert "nodepool-g5-shared.yaml" in manifests and "ec2nodeclass-gpu.yaml" in manifests
+    overlay = yaml.safe_load((folder / "manifests" / "nodeoverlay-g5-shared-g5-xlarge.yaml").read_text())
+    assert overlay["spec"]["capacity"]["nvidia.com/gpumem"] == "23028"
+    helm = {p.name for p in (folder / "helm").iterdir()}
+    stack = {"karpenter-crd.yaml", "karpenter.yaml", "hami.yaml", "nvidia-device-plugin.yaml"}
+    assert helm == stack | {"kube-prometheus-stack.yaml", "dcgm-exporter.yaml", "hami-webui.yaml"}
+    hami = yaml.safe_load((folder / "helm" / "hami.yaml").read_text())
+    assert (hami["chart"], hami["version"], hami["repository"]) == (
+        "hami",
+        pins.chart_version("hami"),
+        pins.chart_repository("hami"),
+    )
+
+
+def test_plan_prints_capacity_and_cost_summary(plans):
+    out = plans["dev"]["_stdout"]
+    assert "g5-shared     hami       g5.4xlarge     1     10      23028       100       8      1.624" in out
+    assert "g6-timeslice  timeslice  g6.xlarge      1     4       -           -         2      0.805" in out
+    assert "prices: us-east-1 on-demand, 2026-07-20" in out
+
+
+def test_same_input_same_output(plans, tmp_path):
+    assert run_plan(ROOT / "Pulumi.dev.yaml", tmp_path).returncode == 0
+    first = plans["dev"]["_folder"]
+    for path in sorted(first.rglob("*")):
+        if path.is_file():
+            assert (tmp_path / "dev" / path.relative_to(first)).read_bytes() == path.read_bytes(), path.name
+
+
+def test_bad_config_exits_2_with_one_line_and_writes_nothing(tmp_path):
+    raw = raw_stack("dev")
+    raw["gpushare:pools"][0]["instanceTypes"][0] = "g5.huge"
+    stack_file = tmp_path / "Pulumi.broken.yaml"
+    stack_file.write_text(yaml.safe_dump({"config": raw}))
+    completed = run_plan(stack_file, tmp_path / "out")
+    assert completed.returncode == 2
+    assert completed.stderr.startswith("error: gpushare:pools[0].instanceTypes[0]: 'g5.huge' is not in the GPU catalog")
+    assert completed.stderr.count("\n") == 1 and "Traceback" not in completed.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_unreadable_stack_file_exits_2(tmp_path):
+    missing = run_plan(tmp_path / "Pulumi.nope.yaml", tmp_path / "out")
+    assert missing.returncode == 2 and "cannot read" in missing.stderr
+    garbage = tmp_path / "Pulumi.garbage.yaml"
+    garbage.write_text("config: [unclosed")
+    bad = run_plan(garbage, tmp_path / "out")
+    assert bad.returncode == 2 and "did not find expected" in bad.stderr and "Traceback" not in bad.stderr
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "config:\n  aws:region: us-west-2\n  gpushare:pools: []\n  aws:region: eu-west-1\n",
+            "line 4, column 3: duplicate key 'aws:region' (first on line 2)",
+        ),
+        (
+            "config:\n  gpushare:teams:\n    - name: a\n      name: b\n",
+            "line 4, column 7: duplicate key 'name' (first on line 3)",
+        ),
+        ("config:\n\taws:region: us-west-2\n", "line 2, column 1: found character that cannot start any token"),
+    ],
+    ids=["top-level key", "nested key", "tab"],
+)
+def test_stack_file_mistakes_yaml_hides_are_refused_with_line_and_column(tmp_path, text, message):
+    stack_file = tmp_path / "Pulumi.typo.yaml"
+    stack_file.write_text(text)
+    completed = run_plan(stack_file, tmp_path / "out")
+    assert completed.returncode == 2
+    assert completed.stderr == f"error: {stack_file}: {message}\n"
+    assert not (tmp_path / "out").exists()
+
+
+def test_plan_records_and_prints_policy_violations(plans):
+    dev = plans["dev"]
+    assert [(v["policy"], v["level"]) for v in dev["violations"]] == [("eks-public-endpoint-restricted", "advisory")]
+    assert dev["violations"][0]["urn"].endswith("eks:index:Cluster::gpushare-dev")
+    assert (
+        "gpushare-policies: 0 mandatory, 1 advisory violation(s) (policy config: policies/config/dev.json)"
+        in (dev["_stdout"])
+    )
+    assert plans["prod"]["violations"] == []
+
+
+def test_mandatory_violation_fails_the_plan_but_writes_it(tmp_path):
+    # The dev settings under a stack name with no policy config: the open endpoint is mandatory there.
+    stack_file = tmp_path / "Pulumi.staging.yaml"
+    stack_file.write_text(yaml.safe_dump({"config": raw_stack("dev")}))
+    completed = run_plan(stack_file, tmp_path / "out")
+    assert completed.returncode == 1, completed.stderr
+    assert "[mandatory] eks-public-endpoint-restricted (high)" in completed.stdout
+    assert (tmp_path / "out" / "staging" / "plan.json").exists()
