@@ -666,6 +666,7 @@ def seed_003_policies(ctx: Context, stack: str, team: str) -> Result:
         and obj["metadata"]["name"].startswith(f"gpushare-{team}-")
     ]
     ballast = gpu_deployment(ctx, "ballast", team, SEED_POLICY_POOL, 2, {}, cpu="30", gpu=False)
+    created: list[dict[str, Any]] = [ballast]
     results: dict[str, Any] = {}
     try:
         ctx.kubectl.apply([pool, *overlays])
@@ -679,27 +680,35 @@ def seed_003_policies(ctx: Context, stack: str, team: str) -> Result:
                 deployment["spec"]["template"]["metadata"]["annotations"] = dict(
                     zip(POLICY_ANNOTATIONS, (node_policy, gpu_policy), strict=True)
                 )
+                created.append(deployment)
                 ctx.kubectl.apply([deployment])
-                placement, _ = _placed(ctx, team, app, 4)
-                results[app] = placement
+                results[app], _ = _placed(ctx, team, app, 4)
                 ctx.kubectl.delete([deployment])
-                wrong = _policy_holds(node_policy, gpu_policy, placement, len(nodes))
+                wrong = _policy_holds(node_policy, gpu_policy, results[app], len(nodes))
                 if wrong:
-                    raise ScenarioFailure(f"{app}: {wrong}: {placement}")
+                    raise ScenarioFailure(f"{app}: {wrong}: {results[app]}")
         ctx.kubectl.apply(policies)
         plain = gpu_deployment(ctx, "team-policy", team, SEED_POLICY_POOL, 4, {"cores": 10, "mem_mib": 2000})
+        probe = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "probe", "namespace": team}}
+        probe["spec"] = plain["spec"]["template"]["spec"]
+
+        def in_force() -> bool:
+            annotations = _admitted(ctx, probe)["metadata"].get("annotations", {})
+            return tuple(annotations.get(key) for key in POLICY_ANNOTATIONS) == ("spread", "binpack")
+
+        # The API server picks up new admission policies asynchronously: a dry run shows when they apply.
+        _wait(f"team {team}'s scheduler policy admission in force", in_force, 60)
+        created.append(plain)
         ctx.kubectl.apply([plain])
-        placement, pods = _placed(ctx, team, "team-policy", 4)
-        results["team-policy"] = placement
+        results["team-policy"], pods = _placed(ctx, team, "team-policy", 4)
         got = {tuple(p["metadata"]["annotations"].get(key) for key in POLICY_ANNOTATIONS) for p in pods}
-        ctx.kubectl.delete([plain])
         if got != {("spread", "binpack")}:
             raise ScenarioFailure(f"team {team}'s pods came out with policies {got}, not its spread/binpack")
-        wrong = _policy_holds("spread", "binpack", placement, len(nodes))
+        wrong = _policy_holds("spread", "binpack", results["team-policy"], len(nodes))
         if wrong:
-            raise ScenarioFailure(f"team-policy: {wrong}: {placement}")
+            raise ScenarioFailure(f"team-policy: {wrong}: {results['team-policy']}")
     finally:
-        ctx.kubectl.delete([ballast, *policies])
+        ctx.kubectl.delete([*created, *policies])
         ctx.kubectl.delete(overlays)
         ctx.kubectl.apply([_rig_pool(ctx, stack, SEED_POLICY_POOL)])
     _wait("every NodeClaim consolidated away", lambda: not nodeclaims(ctx), 240)
