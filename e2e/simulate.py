@@ -25,8 +25,12 @@ from gpushare.catalog import Catalog
 from gpushare.errors import UserError, key_path
 from gpushare.files import read_yaml
 
-SETTLE_S = 30
-SIMULATE_TIMEOUT_S = 420
+# "Settled" means nothing changed for longer than kube-scheduler takes to retry a pod it found unschedulable:
+# with HAMi, a pod tried before HAMi has read its new node waits in the unschedulable queue until a cluster event
+# or the periodic flush moves it (seen: about 55 s in seed-scale-up). A shorter window declared pods pending
+# that were only waiting for that retry.
+SETTLE_S = 90
+SIMULATE_TIMEOUT_S = 600
 
 
 class PodGroup(BaseModel):

@@ -6,9 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from e2e.simulate import Workload, fractional_lower_bound, load_workload, whole_gpu_cost
+from e2e.hami_chart import HamiRelease
+from e2e.simulate import Workload, fractional_lower_bound, load_workload, packing_bound, whole_gpu_cost
 from gpushare.catalog import load_catalog
 from gpushare.errors import UserError
+from gpushare.names import INSTANCE_TYPE_LABEL as INSTANCE_TYPE
 from tests.conftest import ROOT
 
 CATALOG = load_catalog()
@@ -61,3 +63,18 @@ def test_lower_bound_is_below_whole_gpus_and_scales_with_memory():
     assert fractional_lower_bound(CATALOG, pools, large) == pytest.approx(
         2 * fractional_lower_bound(CATALOG, pools, small), abs=0.002
     )
+
+
+def test_the_per_gpu_packing_bound_lies_between_the_fractional_bound_and_whole_gpus(plans):
+    """The shipped mix: no packing beats the fractional bound, and sharing GPUs beats a GPU per pod."""
+    workload = load_workload(MIX)
+    pools = {
+        r["inputs"]["metadata"]["name"]: next(
+            q["values"] for q in r["inputs"]["spec"]["template"]["spec"]["requirements"] if q["key"] == INSTANCE_TYPE
+        )
+        for r in plans[workload.stack]["resources"]
+        if r["type"].endswith(":NodePool")
+    }
+    release = HamiRelease.from_values({})
+    best = packing_bound(CATALOG, pools, workload, release)["usd_per_hour"]
+    assert fractional_lower_bound(CATALOG, pools, workload) <= best < whole_gpu_cost(CATALOG, pools, workload)
