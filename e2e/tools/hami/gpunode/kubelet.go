@@ -58,16 +58,24 @@ func (k *kubelet) serve() error {
 	if err := os.MkdirAll(k.dir, 0o755); err != nil {
 		return err
 	}
-	path := filepath.Join(k.dir, kubeletSocket)
+	server, err := serveUnix(filepath.Join(k.dir, kubeletSocket), func(s *grpc.Server) {
+		pluginapi.RegisterRegistrationServer(s, k)
+	})
+	k.server = server
+	return err
+}
+
+// serveUnix serves gRPC on a unix socket at path (replacing a stale one), as the kubelet and plugins do.
+func serveUnix(path string, register func(*grpc.Server)) (*grpc.Server, error) {
 	_ = os.Remove(path)
 	listener, err := net.Listen("unix", path)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	k.server = grpc.NewServer()
-	pluginapi.RegisterRegistrationServer(k.server, k)
-	go func() { _ = k.server.Serve(listener) }()
-	return nil
+	server := grpc.NewServer()
+	register(server)
+	go func() { _ = server.Serve(listener) }()
+	return server, nil
 }
 
 func (k *kubelet) close() {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"os"
 	"path/filepath"
 	"slices"
 	"time"
@@ -75,16 +73,11 @@ func (p *hamiPlugin) annotate(ctx context.Context) error {
 }
 
 func (p *hamiPlugin) serve(dir string) error {
-	path := filepath.Join(dir, pluginSocket)
-	_ = os.Remove(path)
-	listener, err := net.Listen("unix", path)
-	if err != nil {
-		return err
-	}
-	p.server = grpc.NewServer()
-	pluginapi.RegisterDevicePluginServer(p.server, p)
-	go func() { _ = p.server.Serve(listener) }()
-	return nil
+	server, err := serveUnix(filepath.Join(dir, pluginSocket), func(s *grpc.Server) {
+		pluginapi.RegisterDevicePluginServer(s, p)
+	})
+	p.server = server
+	return err
 }
 
 func (p *hamiPlugin) close() { p.server.Stop() }
