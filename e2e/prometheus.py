@@ -22,6 +22,7 @@ from e2e.stack import variant_plan
 
 RIG_STACK = "rig"
 NOT_INITIALIZED_ALERT = "GpuNodeClaimNotInitialized"
+HAMI_SCHEDULER_DOWN_ALERT = "HamiSchedulerDown"
 
 
 def rules_from_the_stack(work: Path) -> dict[str, Any]:

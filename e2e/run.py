@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 import urllib.request
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -44,6 +45,7 @@ from e2e.scenarios import (
     hami_registration,
     install_running_stack,
     no_overlays,
+    nodeclaims,
     objects_accepted,
     priorities,
     quota_refuses,
@@ -185,6 +187,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"e2e: {error}", file=sys.stderr)
         return 2
     finally:
+        # A second Ctrl-C or SIGTERM must not cut the clean-up short: that would leave the rig running.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         if agent is not None and agent.is_alive():
             agent.stop()
         rig.stop()
@@ -269,14 +274,28 @@ def _run_one(name: str, ctx: Context) -> Result:
     started = time.monotonic()
     try:
         result = SCENARIOS[name](ctx)
-    except (ScenarioFailure, KubectlError, ApiError) as error:
+    except (ScenarioFailure, KubectlError, ApiError, RigError) as error:
         seen = diagnostics(ctx, [SEED_TEAM, WIDE_TEAM])
         result = Result(name, False, str(error), notes=seen)
+    except Exception as error:  # a bug in the scenario: fail it, keep the rig and the other scenarios going
+        seen = [*traceback.format_exc().splitlines(), *diagnostics(ctx, [SEED_TEAM, WIDE_TEAM])]
+        result = Result(name, False, f"{type(error).__name__}: {error}", notes=seen)
         for line in seen:
             print(f"e2e:   {line}", file=sys.stderr)
+    if not result.passed:
+        _reset(ctx)
     result.figures["scenario_seconds"] = round(time.monotonic() - started, 1)
     print(f"e2e: {'PASS' if result.passed else 'FAIL'} {name}: {result.summary}", file=sys.stderr, flush=True)
     return result
+
+
+def _reset(ctx: Context) -> None:
+    """After a failed scenario: delete every workload in the running stack's team namespaces and wait until
+    Karpenter has removed every node, so the next scenario starts from the state the others leave."""
+    teams = [ns["metadata"]["name"] for ns in ctx.plans[RUNNING_STACK].of_kind("Namespace")]
+    for team in teams:
+        ctx.kubectl.run("delete", "deployments,jobs,pods", "--all", "-n", team, "--wait=true", "--timeout=120s")
+    wait_for("every NodeClaim gone after a failed scenario", lambda: not nodeclaims(ctx), 300, interval_s=2)
 
 
 def _keep_logs(rig: Rig) -> None:

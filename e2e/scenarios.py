@@ -320,10 +320,20 @@ def seed_scale_up(ctx: Context, stack: str, team: str) -> Result:
     wrong = {key: used.get(key) for key, value in expected.items() if used.get(key) != value}
     if wrong:
         raise ScenarioFailure(f"ResourceQuota {team} used {wrong}, expected {expected}")
+    # HAMi's own metrics, scraped as the stack's ServiceMonitor reaches them, count what it allocated (bytes).
+    nodes = "|".join(placement)
+    allocated = f'sum(GPUDeviceMemoryAllocated{{nodeid=~"{nodes}"}}) / 1048576'
+    _wait(
+        f"HAMi's metrics showing {3 * 4096} MiB allocated",
+        lambda: any(float(r["value"][1]) == 3 * 4096 for r in prometheus.query(allocated)),
+        60,
+    )
     # Healthy nodes must not trip the NodeClaim alert: hold them past its (rig) threshold, then look.
     silent_s = _hold_past_alert_threshold(claims)
     if prometheus.alerts(prometheus.NOT_INITIALIZED_ALERT):
         raise ScenarioFailure(f"{prometheus.NOT_INITIALIZED_ALERT} fired for initialized NodeClaims")
+    if prometheus.alerts(prometheus.HAMI_SCHEDULER_DOWN_ALERT):
+        raise ScenarioFailure(f"{prometheus.HAMI_SCHEDULER_DOWN_ALERT} fired while HAMi's scheduler is scraped")
     figures = {
         "pool": pool,
         "seconds_to_running": round(seconds, 1),
@@ -339,7 +349,8 @@ def seed_scale_up(ctx: Context, stack: str, team: str) -> Result:
         "seed-scale-up",
         True,
         f"3 pods Running in {seconds:.0f} s on {by_type} (${figures['usd_per_hour']}/h), placed by HAMi on "
-        f"{sum(map(len, placement.values()))} vGPUs of {len(placement)} nodes, quota counts them, "
+        f"{sum(map(len, placement.values()))} vGPUs of {len(placement)} nodes (HAMi's metrics count them), quota "
+        "counts them, HamiSchedulerDown silent, "
         f"{prometheus.NOT_INITIALIZED_ALERT} silent; consolidated {consolidated:.0f} s after scale-down",
         figures,
         ["consolidateAfter shortened to the rig's value for observability (the stack says otherwise)"],
