@@ -33,6 +33,7 @@ SERVICE_CIDR = "10.96.0.0/16"
 PROMETHEUS_PORT = 9090
 # Karpenter's default --metrics-port, which its chart's Service exposes as `http-metrics`.
 KARPENTER_METRICS_PORT = 8080
+GPU_NODE_PREFIX = "gpu-node-"
 # The HAMi release's kube-scheduler runs beside the rig's default one: its own secure port (a Pod has its own).
 HAMI_KUBE_SCHEDULER_PORT = 10260
 
@@ -211,7 +212,7 @@ class Rig:
         its own /var/lib/kubelet/device-plugins, the fixed path where the mock finds the kubelet's socket."""
         private = 'mount -t tmpfs rig-node /var/lib && mkdir -p /var/lib/kubelet/device-plugins && exec "$@"'
         command = ["unshare", "--mount", "--propagation", "private", "sh", "-c", private, "sh"]
-        self._start(f"gpu-node-{node}", [*command, self.binary("rig-gpu-node"), *args])
+        self._start(f"{GPU_NODE_PREFIX}{node}", [*command, self.binary("rig-gpu-node"), *args])
 
     @property
     def hami_dir(self) -> Path:
@@ -269,6 +270,18 @@ class Rig:
             process.wait()
 
     def stop(self) -> None:
-        """Stop every process this rig started, newest first."""
+        """Stop every process this rig started: the GPU nodes' together, then the rest newest first."""
+        nodes = [name for name in self.processes if name.startswith(GPU_NODE_PREFIX)]
+        running = [self.processes.pop(name) for name in nodes]
+        running = [process for process in running if process.poll() is None]
+        for process in running:
+            os.killpg(process.pid, signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        for process in running:
+            try:
+                process.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
         for name in reversed(list(self.processes)):
             self.stop_process(name)

@@ -500,7 +500,11 @@ def examples_run(ctx: Context, examples: list[Path]) -> Result:
     def hami_pods() -> list[dict[str, Any]]:
         return [p for p in running() if _asks(p, ctx.hami.resource_names)]
 
-    _wait("HAMi's allocation complete for every running vGPU pod", lambda: _bound(hami_pods()) == hami_pods())
+    def all_bound() -> bool:
+        pods = hami_pods()
+        return len(_bound(pods)) == len(pods)
+
+    _wait("HAMi's allocation complete for every running vGPU pod", all_bound)
     vgpu_pods = hami_pods()
     placed_by_hami(ctx, vgpu_pods)
     elsewhere = {p["spec"].get("schedulerName") for p in running() if not _asks(p, ctx.hami.resource_names)}
@@ -516,7 +520,7 @@ def examples_run(ctx: Context, examples: list[Path]) -> Result:
         f"the default scheduler; consolidated {consolidated:.0f} s after deletion",
         {
             "pods": pods,
-            "hami_pods_running": len(hami_pods),
+            "hami_pods_running": len(vgpu_pods),
             "nodes_by_type": by_type,
             "seconds_to_running": round(seconds, 1),
         },

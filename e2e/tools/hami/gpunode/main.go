@@ -134,9 +134,25 @@ func main() {
 	}
 	go kubelet.admitPods(ctx)
 	waitNodeGone(ctx, kube, o.node)
-	if mock != nil && mock.Process != nil {
-		_ = mock.Process.Signal(syscall.SIGTERM)
+	if mock != nil {
+		stopMock(mock)
+	}
+}
+
+// stopMock ends the mock: the device-plugin manager it runs on catches SIGTERM and keeps polling its (gone)
+// node, so it is killed when it has not exited a few seconds later.
+func stopMock(mock *exec.Cmd) {
+	exited := make(chan struct{})
+	go func() {
 		_ = mock.Wait()
+		close(exited)
+	}()
+	_ = mock.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(5 * time.Second):
+		_ = mock.Process.Kill()
+		<-exited
 	}
 }
 
