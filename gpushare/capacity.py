@@ -141,12 +141,29 @@ def _plan(config: StackConfig, catalog: Catalog) -> dict[str, PoolPlan]:
 
 def per_gpu_limits(capacities: Iterable[NodeCapacity]) -> dict[str, int]:
     """Resource -> the most one container may ask on nodes of these HAMi capacities: a vGPU lives on one GPU, so
-    the largest GPU bounds gpumem (in registered units), gpucores and gpumem-percentage. Empty without HAMi."""
+    the largest GPU bounds gpumem (in registered units), gpucores and gpumem-percentage; HAMi gives each of a
+    container's vGPUs a GPU of its own (pkg/device/nvidia/device.go Fit takes a device at most once per
+    container), so the node with the most GPUs bounds nvidia.com/gpu. Empty without HAMi."""
     capacities = list(capacities)
     if not capacities:
         return {}
     return {
+        names.GPU: max(c.gpus for c in capacities),
         names.GPU_MEMORY: max(c.vgpu_max_memory_mib // c.memory_factor for c in capacities),
         names.GPU_CORES: max(c.gpu_cores // c.gpus for c in capacities),
         names.GPU_MEMORY_PERCENTAGE: 100,
     }
+
+
+def container_limits(
+    hami_capacities: Iterable[NodeCapacity], exclusive_gpu_counts: Iterable[int], timeslice: bool
+) -> dict[str, int]:
+    """Resource -> the most one container of a team may ask on its pools. HAMi's per-GPU bounds; nvidia.com/gpu
+    raised to the largest exclusive node where the team also has whole GPUs (a pod does not say which pool it
+    means); one time-sliced replica (replicas of one GPU add no compute and the NVIDIA plugin refuses more)."""
+    limits = per_gpu_limits(hami_capacities)
+    if names.GPU in limits:
+        limits[names.GPU] = max([limits[names.GPU], *exclusive_gpu_counts])
+    if timeslice:
+        limits[names.GPU_SHARED] = 1
+    return limits

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpushare import compat, names
-from gpushare.capacity import per_gpu_limits, pool_plans
+from gpushare.capacity import container_limits, pool_plans
 from gpushare.config import Priority, StackConfig, TeamConfig
 
 ADMISSION_API = "admissionregistration.k8s.io/v1"
@@ -253,20 +253,30 @@ def _within(resource: str, limit: int) -> str:
 
 
 def per_gpu_limit_policy(config: StackConfig, team: TeamConfig) -> list[dict[str, Any]]:
-    """A ValidatingAdmissionPolicy + binding refusing pods whose per-container HAMi request no GPU of the team's
-    pools can hold (Karpenter would launch a multi-GPU node that can never run it, again and again), and
-    containers asking more than one time-sliced replica (the NVIDIA plugin refuses those only at allocation,
-    after the pod was scheduled and a node launched for it)."""
-    pools = [config.pool(name) for name in team.pools]
+    """A ValidatingAdmissionPolicy + binding refusing pods whose per-container HAMi request no GPU (or, for
+    nvidia.com/gpu, no node) of the team's pools can hold: Karpenter's summed view of a node would still launch
+    one, which HAMi never places the pod on, again and again. And containers asking more than one time-sliced
+    replica (the NVIDIA plugin refuses those only at allocation, after the pod was scheduled and a node launched
+    for it)."""
     plans = pool_plans(config)
-    limits = per_gpu_limits(c for name in team.pools for c in plans[name].capacities)
-    hami_pools = ", ".join(p.name for p in pools if p.sharing == names.SHARING_HAMI)
+    team_plans = [plans[name] for name in team.pools]
+    limits = container_limits(
+        (c for plan in team_plans for c in plan.capacities),
+        (n.resources[names.GPU] for plan in team_plans if plan.sharing == names.SHARING_EXCLUSIVE for n in plan.nodes),
+        any(plan.sharing == names.SHARING_TIMESLICE for plan in team_plans),
+    )
+    hami_pools = ", ".join(plan.name for plan in team_plans if plan.sharing == names.SHARING_HAMI)
     reasons = {
         resource: f"one vGPU lives on one GPU and the largest GPU of pools {hami_pools} holds {limit}"
         for resource, limit in limits.items()
     }
-    if any(p.sharing == names.SHARING_TIMESLICE for p in pools):
-        limits[names.GPU_SHARED] = 1
+    if names.GPU in limits:
+        reasons[names.GPU] = (
+            f"HAMi gives each vGPU of a container a GPU of its own and no node of pools "
+            f"{', '.join(plan.name for plan in team_plans if plan.sharing != names.SHARING_TIMESLICE)} has more "
+            f"than {limits[names.GPU]} GPU{'s' if limits[names.GPU] > 1 else ''}"
+        )
+    if names.GPU_SHARED in limits:
         reasons[names.GPU_SHARED] = "replicas of one GPU add no compute and the NVIDIA device plugin refuses more"
     if not limits:
         return []

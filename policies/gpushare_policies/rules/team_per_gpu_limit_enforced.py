@@ -8,10 +8,12 @@ from collections.abc import Iterator
 from typing import Any
 
 from gpushare import names
-from gpushare.capacity import per_gpu_limits
+from gpushare.capacity import container_limits
+from gpushare.catalog import load_catalog
 
 from ..admission import ADMISSION_API
 from ..hami import Hami, expected_capacity, is_hami_pool
+from ..kube import Pool
 from ..nvidia import is_timeslice_pool
 from ..pools import pools_of_team
 from ..rule import Finding, Rule, finding_about
@@ -52,9 +54,22 @@ def _bounds(policies: list[Resource], resource: str) -> list[tuple[Resource, str
     ]
 
 
+def _exclusive_gpu_counts(pools: list[Pool]) -> list[int]:
+    """GPUs per node of the catalog's GPU types in whole-GPU pools (a team's pod may ask that many)."""
+    catalog = load_catalog()
+    return [
+        catalog.instance_type(t).gpu_count
+        for p in pools
+        for t in p.instance_types or ()
+        if t in catalog.instance_type_names
+    ]
+
+
 def _why(resource: str, pools_shown: str) -> str:
     if resource == names.GPU_SHARED:
         return "one time-sliced replica per container"
+    if resource == names.GPU:
+        return "each vGPU of a container takes a GPU of its own: the most GPUs a node of the team's pools has"
     return f"the largest GPU of pools {pools_shown}"
 
 
@@ -66,9 +81,11 @@ def check_per_gpu_limit(view: StackView, _config: None) -> Iterator[Finding]:
         team_pools = pools_of_team(view, namespace)
         hami_pools = [p for p in team_pools if is_hami_pool(view, p)] if hami is not None else []
         capacities = [expected_capacity(hami, t) for p in hami_pools for t in p.instance_types or ()] if hami else []
-        limits = per_gpu_limits(c for c in capacities if not isinstance(c, str))
-        if any(is_timeslice_pool(p) for p in team_pools):
-            limits[names.GPU_SHARED] = 1  # replicas of one GPU add no compute; the plugin refuses more
+        limits = container_limits(
+            (c for c in capacities if not isinstance(c, str)),
+            _exclusive_gpu_counts([p for p in team_pools if p not in hami_pools and not is_timeslice_pool(p)]),
+            any(is_timeslice_pool(p) for p in team_pools),
+        )
         policies = view.memo("denying-policies", lambda: _denying_by_namespace(view)).get(namespace.object_name, [])
         pools_shown = ", ".join(p.name for p in hami_pools)
         for resource, limit in limits.items():
@@ -97,7 +114,8 @@ RULE = Rule(
     order=31,
     description=f"Every team on HAMi pools has a ValidatingAdmissionPolicy, bound with Deny to its namespace, that "
     f"refuses containers asking more {names.GPU_MEMORY}, {names.GPU_CORES} or {names.GPU_MEMORY_PERCENTAGE} than "
-    f"the largest GPU of the team's HAMi pools, or more than one {names.GPU_SHARED} on time-sliced pools.",
+    f"the largest GPU of the team's HAMi pools, more {names.GPU} than the team's largest node has GPUs, or more "
+    f"than one {names.GPU_SHARED} on time-sliced pools.",
     why="Overlays advertise a node's summed GPU memory but a vGPU lives on one GPU: a pod asking more than one GPU "
     "holds makes Karpenter launch nodes it never runs on, consolidate them and launch them again.",
     remediation="Keep the per-GPU limit policy gpushare renders for each team (gpushare-<team>-per-gpu-limit).",

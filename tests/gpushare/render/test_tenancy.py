@@ -170,6 +170,7 @@ def test_standard_teams_on_older_clusters_get_no_mutating_policies(dev_raw):
 def test_per_gpu_limit_is_the_largest_gpu_of_the_team_pools(dev):
     # ml-research: g5 (A10G, 23028 MiB) and g4dn (T4, 15360 MiB); inference: g4dn only.
     assert per_gpu_limits(c for p in dev.teams[0].pools for c in pool_plans(dev)[p].capacities) == {
+        names.GPU: 1,
         names.GPU_MEMORY: 23028,
         names.GPU_CORES: 100,
         names.GPU_MEMORY_PERCENTAGE: 100,
@@ -177,12 +178,35 @@ def test_per_gpu_limit_is_the_largest_gpu_of_the_team_pools(dev):
     policy, binding = [
         o for o in tenancy.team_objects(dev, dev.teams[1]) if o["kind"].startswith("ValidatingAdmissionPolicy")
     ]
-    memory = policy["spec"]["validations"][0]
+    [memory] = [v for v in policy["spec"]["validations"] if "'nvidia.com/gpumem'" in v["expression"]]
     assert "quantity('15360')" in memory["expression"] and "'nvidia.com/gpumem'" in memory["expression"]
     assert memory["message"].startswith("nvidia.com/gpumem per container must be at most 15360")
     assert "g4dn-shared" in memory["message"]
     assert binding["spec"]["validationActions"] == ["Deny"]
     assert binding["spec"]["policyName"] == policy["metadata"]["name"]
+
+
+def _vgpu_bound(config, team_name):
+    team = next(t for t in config.teams if t.name == team_name)
+    policy = tenancy.per_gpu_limit_policy(config, team)[0]
+    [bound] = [v for v in policy["spec"]["validations"] if "'nvidia.com/gpu'" in v["expression"]]
+    return bound
+
+
+def test_vgpus_per_container_are_bounded_by_the_gpus_of_the_team_nodes(dev_raw, prod_raw):
+    # dev: every HAMi pool has one-GPU types, so a container asking 2 vGPUs would make Karpenter launch nodes
+    # HAMi never places it on.
+    bound = _vgpu_bound(load_stack_config(dev_raw), "inference")
+    assert "quantity('1')" in bound["expression"]
+    assert bound["message"].startswith("nvidia.com/gpu per container must be at most 1: HAMi gives each vGPU")
+    # A 4-GPU type in a HAMi pool raises it to 4.
+    for pool in dev_raw["gpushare:pools"]:
+        if pool["name"] == "g4dn-shared":
+            pool["instanceTypes"] = ["g4dn.12xlarge"]
+    assert "quantity('4')" in _vgpu_bound(load_stack_config(dev_raw), "inference")["expression"]
+    # ml-research also has prod's 8-GPU exclusive training pool: a whole-GPU pod may ask 8.
+    bound = _vgpu_bound(load_stack_config(prod_raw), "ml-research")
+    assert "quantity('8')" in bound["expression"] and "training" in bound["message"]
 
 
 def test_per_gpu_limit_follows_scaling_and_skips_exclusive_only_teams(prod_raw):

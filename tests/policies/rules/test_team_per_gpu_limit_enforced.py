@@ -39,6 +39,19 @@ CASES = {
         ],
         [f"ValidatingAdmissionPolicy {PER_GPU}: its nvidia.com/gpumem bound is not 15360", "g4dn-shared"],
     ),
+    "no bound on vGPUs per container": (
+        "team-per-gpu-limit-enforced",
+        lambda r: find(r, "ValidatingAdmissionPolicy", PER_GPU)["spec"]["validations"].pop(0),
+        ["Namespace inference: no ValidatingAdmissionPolicy", "more than 1 nvidia.com/gpu (each vGPU of a container"],
+    ),
+    "vGPU bound above the team's largest node": (
+        "team-per-gpu-limit-enforced",
+        lambda r: [
+            v.update(expression=v["expression"].replace("quantity('1')", "quantity('2')"))
+            for v in find(r, "ValidatingAdmissionPolicy", PER_GPU)["spec"]["validations"]
+        ],
+        [f"ValidatingAdmissionPolicy {PER_GPU}: its nvidia.com/gpu bound is not 1", "GPU of its own"],
+    ),
 }
 
 
