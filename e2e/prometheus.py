@@ -1,8 +1,8 @@
 """The rig's Prometheus: the stack's GPU alert rules over Karpenter's real metrics.
 
-The rules come from the offline plan of a copy of the prod stack file whose NodeClaim alert threshold is one
-minute (the smallest the config accepts), so the alert can fire within a run; everything else in them is
-what the stack deploys.
+The rules come from the offline plan of a copy of the prod stack file whose NodeClaim and pending-pod alert
+thresholds are one minute (the smallest the config accepts), so those alerts can fire within a run; everything
+else in them is what the stack deploys.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from e2e.errors import RigError
 from e2e.hami_chart import HamiRelease
 from e2e.rig import KARPENTER_METRICS_PORT, PROMETHEUS_PORT
 from e2e.stack import variant_plan
+from gpushare import names
 
 RIG_STACK = "rig"
 NOT_INITIALIZED_ALERT = "GpuNodeClaimNotInitialized"
@@ -26,11 +27,11 @@ HAMI_SCHEDULER_DOWN_ALERT = "HamiSchedulerDown"
 
 
 def rules_from_the_stack(work: Path) -> dict[str, Any]:
-    """The prod stack's PrometheusRule groups, planned with a one-minute NodeClaim threshold."""
+    """The prod stack's PrometheusRule groups, planned with one-minute NodeClaim and pending-pod thresholds."""
 
     def one_minute(config: dict[str, Any]) -> None:
         monitoring = config.setdefault("gpushare:monitoring", {})
-        monitoring.setdefault("alerts", {})["nodeClaimNotInitializedMinutes"] = 1
+        monitoring.setdefault("alerts", {}).update(nodeClaimNotInitializedMinutes=1, podPendingMinutes=1)
 
     [rule] = variant_plan("prod", RIG_STACK, work, one_minute).of_kind("PrometheusRule")
     return {"groups": rule["spec"]["groups"]}
@@ -60,7 +61,17 @@ def write_config(work: Path, release: HamiRelease) -> Path:
                 "global": {"scrape_interval": "5s", "evaluation_interval": "5s"},
                 "rule_files": [str(rules)],
                 "scrape_configs": [
-                    {"job_name": "karpenter", "static_configs": [{"targets": [f"127.0.0.1:{KARPENTER_METRICS_PORT}"]}]},
+                    {
+                        "job_name": "karpenter",
+                        # The target labels a ServiceMonitor gives it: the pod metrics' own `namespace` then
+                        # arrives as `exported_namespace`, as the stack's alerts expect.
+                        "static_configs": [
+                            {
+                                "targets": [f"127.0.0.1:{KARPENTER_METRICS_PORT}"],
+                                "labels": {"namespace": names.KARPENTER_NAMESPACE},
+                            }
+                        ],
+                    },
                     hami_scrape(work, release),
                 ],
             }

@@ -37,9 +37,10 @@ DEVIATIONS = (
     "disruption budget is moved to a daily window starting 12 h after the rig starts (at most 11 h long), so no "
     "scenario depends on the hour or weekday; disruption-budget sets windows over and away from now on purpose.",
     "Prometheus runs without the Prometheus operator: the stack's Karpenter and HAMi-scheduler ServiceMonitors "
-    "become static scrapes (HAMi's through the Service port the monitor names, job = the Service name), and the "
-    "stack's PrometheusRule groups are loaded as a rules file, rendered with nodeClaimNotInitializedMinutes: 1 so "
-    "the alert can fire within a run.",
+    "become static scrapes (HAMi's through the Service port the monitor names, job = the Service name; Karpenter's "
+    "with the namespace label a ServiceMonitor target carries), and the stack's PrometheusRule groups are loaded as "
+    "a rules file, rendered with nodeClaimNotInitializedMinutes: 1 and podPendingMinutes: 1 so those alerts can "
+    "fire within a run.",
 )
 
 

@@ -30,6 +30,7 @@ from e2e.stack import KWOK_NODE_CLASS, Plan, daily_window, for_rig, variant_plan
 from gpushare import names
 from gpushare.catalog import Catalog
 from gpushare.hami import SharingProfile, node_capacity
+from gpushare.render.alerts import FREE_GPU_MEMORY
 
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 SCALE_TIMEOUT_S = 180
@@ -1223,4 +1224,207 @@ def team_admission(ctx: Context, stack: str, team: str) -> Result:
         f"{team}: pod without annotations got {expected}, its own kept, priority {priority[0]}={priority[1]}; "
         f"{largest_mib + 1} MiB on one GPU refused",
         {"priority": list(priority), "refusal": refusal},
+    )
+
+
+UNPLACED_ALERT = "HamiPodUnplaced"
+ONE_GPU_POOL = "g4dn-shared"
+# How long the scenario watches Karpenter and HAMi disagree: past the rig's one-minute alert threshold, Karpenter's
+# 30 s pod-metrics refresh and a few consolidation rounds.
+DISAGREE_WATCH_S = 150
+FRAGMENT_MIB = 13000
+FRAGMENT_PODS = 6
+
+
+def _claims_by_pool(ctx: Context) -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    for claim in nodeclaims(ctx):
+        found.setdefault(claim["metadata"]["labels"].get(names.NODEPOOL_LABEL, ""), set()).add(
+            claim["metadata"]["name"]
+        )
+    return found
+
+
+def _unplaced_alerts() -> set[str]:
+    """Pods the stack's HamiPodUnplaced alert fires for (`namespace/name`)."""
+    return {
+        f"{a['labels'].get('namespace')}/{a['labels'].get('name')}"
+        for a in prometheus.alerts(UNPLACED_ALERT)
+        if a.get("state") == "firing"
+    }
+
+
+def _hami_refusal(ctx: Context, namespace: str, app: str) -> str:
+    """The last FailedScheduling message HAMi's scheduler gave a pod of `app`."""
+    messages = [e for e in _events(ctx, namespace, about=app) if e.startswith("FailedScheduling")]
+    return messages[-1] if messages else ""
+
+
+def _watch_disagreement(ctx: Context, team: str, apps: dict[str, str]) -> dict[str, Any]:
+    """Watch pods Karpenter finds room for and HAMi does not place, for DISAGREE_WATCH_S: per app, the NodeClaims
+    its pool launched (distinct names: a launch/consolidate loop shows as more than one), whether the pod ever
+    ran, when HamiPodUnplaced fired for it and HAMi's reason."""
+    launched: dict[str, set[str]] = {pool: set() for pool in apps.values()}
+    fired: dict[str, float] = {}
+    ran: set[str] = set()
+    started = time.monotonic()
+    while time.monotonic() - started < DISAGREE_WATCH_S:
+        for pool, claims in _claims_by_pool(ctx).items():
+            launched.setdefault(pool, set()).update(claims)
+        firing = _unplaced_alerts()
+        for app in apps:
+            pods = _pods(ctx, team, app)
+            if _running(pods):
+                ran.add(app)
+            for pod in pods:
+                if f"{team}/{pod['metadata']['name']}" in firing:
+                    fired.setdefault(app, round(time.monotonic() - started))
+        time.sleep(2)
+    return {
+        app: {
+            "pool": pool,
+            "nodeclaims_launched": len(launched[pool]),
+            "ran": app in ran,
+            "alert_after_s": fired.get(app),
+            "hami_refusal": _hami_refusal(ctx, team, app),
+        }
+        for app, pool in apps.items()
+    }
+
+
+def _admission_refusal(ctx: Context, deployment: dict[str, Any]) -> str:
+    """Why the API server refuses the Deployment's pod ('' when it admits it)."""
+    probe = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": f"{deployment['metadata']['name']}-probe",
+            "namespace": deployment["metadata"]["namespace"],
+        },
+        "spec": deployment["spec"]["template"]["spec"],
+    }
+    try:
+        _admitted(ctx, probe)
+    except KubectlError as error:
+        return str(error).splitlines()[-1]
+    return ""
+
+
+def karpenter_hami_disagree(ctx: Context, stack: str, team: str) -> Result:
+    """Where Karpenter's summed view of a node and HAMi's per-GPU placement disagree, what the real pair does and
+    how the stack prevents or surfaces it. (1) Without the team's per-GPU admission bound: a container asking 2
+    vGPUs on one-GPU nodes, and one asking more memory than one GPU of a 4-GPU node holds; Karpenter launches
+    nodes for them, HAMi never places them, HamiPodUnplaced fires. (2) With the bound: both refused at admission,
+    naming the limit. (3) Fragmentation, which no admission rule can see: on a pool of 4-GPU nodes, pods that fit
+    one per GPU; Karpenter counts room for more on the node and launches nothing, the rest pend, HAMi's own
+    metrics show the memory free in sum but not on any one GPU, and the alert fires. (4) Pool design prevents it:
+    the same pods on the stack's one-GPU pool all run."""
+    variant = _multi_gpu_variant(ctx, stack, team)
+    multi_pool = for_rig(
+        next(p for p in variant.of_kind("NodePool") if p["metadata"]["name"] == SEED_POLICY_POOL), ctx.started
+    )
+    overlays = [
+        o for o in variant.of_kind("NodeOverlay") if o["metadata"]["labels"][names.POOL_LABEL] == SEED_POLICY_POOL
+    ]
+    [binding] = [
+        b
+        for b in ctx.plans[stack].of_kind("ValidatingAdmissionPolicyBinding")
+        if b["metadata"]["name"] == f"gpushare-{team}-per-gpu-limit"
+    ]
+    gpu_mib = ctx.catalog.gpu_model_of(ctx.catalog.instance_type(MULTI_GPU_TYPE)).nvml_memory_mib
+    more_vgpus = gpu_deployment(ctx, "more-vgpus", team, ONE_GPU_POOL, 1, {"gpu": 2, "cores": 10, "mem_mib": 1000})
+    over_one_gpu = gpu_deployment(ctx, "over-one-gpu", team, SEED_POLICY_POOL, 1, {"cores": 10, "mem_mib": 30000})
+    fragmented = gpu_deployment(
+        ctx, "fragmented", team, SEED_POLICY_POOL, FRAGMENT_PODS, {"cores": 10, "mem_mib": FRAGMENT_MIB}
+    )
+    figures: dict[str, Any] = {}
+    try:
+        ctx.kubectl.apply([multi_pool, *overlays])
+        ctx.kubectl.delete([binding])
+        _wait("the per-GPU bound out of force", lambda: not _admission_refusal(ctx, more_vgpus), 60)
+        ctx.kubectl.apply([more_vgpus, over_one_gpu])
+        unbounded = _watch_disagreement(ctx, team, {"more-vgpus": ONE_GPU_POOL, "over-one-gpu": SEED_POLICY_POOL})
+        figures["without_admission_bound"] = unbounded
+        wrong = {
+            app: seen
+            for app, seen in unbounded.items()
+            if seen["ran"] or not seen["nodeclaims_launched"] or seen["alert_after_s"] is None
+        }
+        if wrong:
+            raise ScenarioFailure(f"expected a node launched, the pod never placed and {UNPLACED_ALERT}: {wrong}")
+        ctx.kubectl.delete([more_vgpus, over_one_gpu])
+        _wait("every NodeClaim consolidated away", lambda: not nodeclaims(ctx), 240)
+        ctx.kubectl.apply([binding])
+        _wait("the per-GPU bound in force", lambda: bool(_admission_refusal(ctx, more_vgpus)), 60)
+        refusals = {d["metadata"]["name"]: _admission_refusal(ctx, d) for d in (more_vgpus, over_one_gpu)}
+        figures["admission_refusals"] = refusals
+        if "nvidia.com/gpu per container must be at most 1" not in refusals["more-vgpus"] or (
+            "nvidia.com/gpumem per container must be at most" not in refusals["over-one-gpu"]
+        ):
+            raise ScenarioFailure(f"the per-GPU bound did not refuse both pods naming the limit: {refusals}")
+
+        # One at a time up to what the node's GPUs hold (a burst only adds node-lock retries), then the rest.
+        fits = ctx.catalog.instance_type(MULTI_GPU_TYPE).gpu_count * (gpu_mib // FRAGMENT_MIB)
+        _placed_one_by_one(ctx, fragmented, fits)
+        fragmented["spec"]["replicas"] = FRAGMENT_PODS
+        ctx.kubectl.apply([fragmented])
+        seen = _watch_disagreement(ctx, team, {"fragmented": SEED_POLICY_POOL})["fragmented"]
+        pods = _pods(ctx, team, "fragmented")
+        placement = placed_by_hami(ctx, _bound(pods))
+        free = {
+            legend: max(float(s["value"][1]) for s in prometheus.query(f"{how} by (nodeid) ({FREE_GPU_MEMORY})"))
+            / 2**20
+            for legend, how in (("summed_mib", "sum"), ("largest_on_one_gpu_mib", "max"))
+        }
+        figures["fragmentation"] = {
+            **seen,
+            "pods_placed": len(_bound(pods)),
+            "pods_pending": len(pods) - len(_bound(pods)),
+            "placement": placement,
+            "free_gpu_memory": free,
+        }
+        if (
+            seen["nodeclaims_launched"] != 1
+            or len(pods) - len(_bound(pods)) != FRAGMENT_PODS - fits
+            or seen["alert_after_s"] is None
+            or not free["largest_on_one_gpu_mib"] < FRAGMENT_MIB <= free["summed_mib"]
+        ):
+            raise ScenarioFailure(f"fragmentation did not show as expected: {figures['fragmentation']}")
+        ctx.kubectl.delete([fragmented])
+        ctx.kubectl.delete(overlays)
+        ctx.kubectl.apply([_rig_pool(ctx, stack, SEED_POLICY_POOL)])
+        _wait("every NodeClaim consolidated away", lambda: not nodeclaims(ctx), 240)
+
+        ctx.kubectl.apply([fragmented])
+        seconds = _wait(
+            f"{FRAGMENT_PODS} pods placed by HAMi on the one-GPU pool",
+            lambda: len(_bound(_pods(ctx, team, "fragmented"))) == FRAGMENT_PODS,
+            240,
+        )
+        one_gpu = placed_by_hami(ctx, _bound(_pods(ctx, team, "fragmented")))
+        figures["one_gpu_pool"] = {"seconds": round(seconds, 1), "nodes": nodes_by_type(ctx), "placement": one_gpu}
+    finally:
+        ctx.kubectl.delete([more_vgpus, over_one_gpu, fragmented])
+        ctx.kubectl.delete(overlays)
+        ctx.kubectl.apply([_rig_pool(ctx, stack, SEED_POLICY_POOL), binding])
+    _wait("every NodeClaim consolidated away", lambda: not nodeclaims(ctx), 240)
+    unbounded, frag = figures["without_admission_bound"], figures["fragmentation"]
+    free = frag["free_gpu_memory"]
+    return Result(
+        "karpenter-hami-disagree",
+        True,
+        f"without the admission bound: 2 vGPUs on one-GPU nodes -> {unbounded['more-vgpus']['nodeclaims_launched']} "
+        f"NodeClaims launched in {DISAGREE_WATCH_S} s, 30000 MiB on 4 x {gpu_mib} MiB GPUs -> "
+        f"{unbounded['over-one-gpu']['nodeclaims_launched']}, neither pod placed, {UNPLACED_ALERT} after "
+        f"{unbounded['more-vgpus']['alert_after_s']}/{unbounded['over-one-gpu']['alert_after_s']} s; with it both "
+        f"refused at admission; fragmentation on {MULTI_GPU_TYPE}: {frag['pods_placed']} of {FRAGMENT_PODS} "
+        f"{FRAGMENT_MIB} MiB pods placed, {frag['pods_pending']} pending with no node launched (HAMi's metrics: "
+        f"{free['summed_mib']:.0f} MiB free in sum, {free['largest_on_one_gpu_mib']:.0f} "
+        f"on one GPU), {UNPLACED_ALERT} after {frag['alert_after_s']} s; on the one-GPU pool all {FRAGMENT_PODS} ran "
+        f"({figures['one_gpu_pool']['nodes']})",
+        figures,
+        [
+            f"pool {SEED_POLICY_POOL} rendered with instanceTypes [{MULTI_GPU_TYPE}] for parts 1-3; the team's "
+            "per-GPU-limit binding removed for part 1 and restored"
+        ],
     )

@@ -57,6 +57,10 @@ def metric_catalog() -> dict[str, Any]:
     return yaml.load(METRICS_PATH.read_text(), Loader=SAFE_LOADER)
 
 
+# Free memory per GPU from HAMi's scheduler (bytes: cmd/scheduler/metrics.go multiplies its MiB by 1024*1024).
+FREE_GPU_MEMORY = "GPUDeviceMemoryLimit - GPUDeviceMemoryAllocated"
+
+
 def known_metrics() -> frozenset[str]:
     return frozenset(m for component in metric_catalog().values() for m in component["metrics"])
 
@@ -83,6 +87,26 @@ def _pending_gpu_pods() -> str:
     pending = 'max by (namespace, pod) (kube_pod_status_phase{phase="Pending"}) == 1'
     gpu = f'sum by (namespace, pod) (kube_pod_container_resource_requests{{resource="{KSM_GPU_RESOURCE}"}}) > 0'
     return f"({pending}) and on (namespace, pod) ({gpu})"
+
+
+def _hami_team_namespaces(config: StackConfig) -> str:
+    return "|".join(
+        team.name for team in config.teams if any(config.pool(p).sharing == names.SHARING_HAMI for p in team.pools)
+    )
+
+
+def _unplaced_by_hami(config: StackConfig, minutes: int) -> str:
+    """Pods of teams on HAMi pools that Karpenter found room for (its summed view of a node, or a node it
+    launched) longer than `minutes` ago and that are still unbound: only HAMi's per-GPU placement refuses them.
+
+    Karpenter's `karpenter_pods_provisioning_unbound_time_seconds` counts from its scheduling decision
+    (pkg/controllers/metrics/pod, v1.15). Scraped through a ServiceMonitor its `namespace` label (the pod's)
+    clashes with the target's and arrives as `exported_namespace` (Prometheus honor_labels false)."""
+    unbound = (
+        f'karpenter_pods_provisioning_unbound_time_seconds{{exported_namespace=~"{_hami_team_namespaces(config)}"}}'
+    )
+    pods = f'label_replace({unbound}, "namespace", "$1", "exported_namespace", "(.+)")'
+    return f"max by (namespace, name) ({pods}) > {minutes * 60}"
 
 
 def alerts(config: StackConfig) -> list[Alert]:
@@ -118,6 +142,17 @@ def alerts(config: StackConfig) -> list[Alert]:
             f"GPU pod {{{{ $labels.namespace }}}}/{{{{ $labels.pod }}}} Pending for {t.pod_pending_minutes} minutes",
             "kubectl describe pod: no NodeClaim means no pool fits (quota, pool limit, overlay); a NodeClaim "
             "means the node is still coming up (see GpuNodeClaimNotInitialized)",
+        ),
+        Alert(
+            "HamiPodUnplaced",
+            _unplaced_by_hami(config, t.pod_pending_minutes),
+            0,
+            f"Karpenter found room for pod {{{{ $labels.namespace }}}}/{{{{ $labels.name }}}} over "
+            f"{t.pod_pending_minutes} minutes ago; HAMi has not placed it",
+            "kubectl describe pod: hami-scheduler's FailedScheduling event says why per node (CardInsufficientMemory, "
+            "NodeInsufficientDevice...). Karpenter sums a node's vGPUs and GPU memory, HAMi needs them on one GPU: "
+            "fragmented multi-GPU nodes (dashboard: largest free GPU memory on one GPU), more vGPUs than a node has "
+            "GPUs. Repack or resize the pods, or keep HAMi pools on one-GPU types",
         ),
         Alert(
             "GpuNodeIdle",
@@ -198,6 +233,14 @@ def panels(config: StackConfig) -> list[Panel]:
             (
                 (f"{pool} registered", _by_pool("sum by (nodeid) (GPUDeviceMemoryLimit)", "nodeid")),
                 (f"{pool} allocated", _by_pool("sum by (nodeid) (GPUDeviceMemoryAllocated)", "nodeid")),
+            ),
+        ),
+        Panel(
+            "GPU memory free per node: summed (what Karpenter sees) vs on one GPU (what HAMi can place)",
+            "bytes",
+            (
+                ("{{nodeid}} summed", f"sum by (nodeid) ({FREE_GPU_MEMORY})"),
+                ("{{nodeid}} largest on one GPU", f"max by (nodeid) ({FREE_GPU_MEMORY})"),
             ),
         ),
         Panel(
