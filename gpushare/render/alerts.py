@@ -116,7 +116,7 @@ def alerts(config: StackConfig) -> list[Alert]:
     idle = (
         '(sum by (node) (label_replace(GPUDeviceSharedNum, "node", "$1", "nodeid", "(.+)")) == 0)'
         " or "
-        f'(avg by (node) (label_replace(DCGM_FI_DEV_GPU_UTIL, "node", "$1", "Hostname", "(.+)"))'
+        f'(avg by (node) (label_replace(DCGM_FI_DEV_GPU_UTIL, "node", "$1", "hostname", "(.+)"))'
         f" < {t.node_idle_utilization_percent})"
     )
     quota = (
@@ -266,7 +266,7 @@ def panels(config: StackConfig) -> list[Panel]:
         Panel(
             "GPU utilization per node",
             "percent",
-            (("{{Hostname}}", "avg by (Hostname) (DCGM_FI_DEV_GPU_UTIL)"),),
+            (("{{hostname}}", "avg by (hostname) (DCGM_FI_DEV_GPU_UTIL)"),),
         ),
         Panel(
             "GPU utilization per pod (HAMi vGPU)",

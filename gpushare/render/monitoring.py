@@ -7,8 +7,9 @@ Value keys are those of the pinned charts, read at their tags:
   podMonitorSelectorNilUsesHelmValues, ruleSelectorNilUsesHelmValues}, alertmanager.alertmanagerSpec.nodeSelector,
   prometheusOperator.nodeSelector, grafana.sidecar.dashboards.{enabled, label, labelValue, searchNamespace};
   its kube-state-metrics 8.4.0 subchart: nodeSelector, metricLabelsAllowlist.
-- dcgm-exporter 4.8.2, NVIDIA/dcgm-exporter deployment/values.yaml at tag 4.5.3-4.8.2: image.tag,
-  tolerations, affinity, serviceMonitor.enabled (its ServiceMonitor scrapes port `metrics`).
+- dcgm-exporter 4.8.3, NVIDIA/dcgm-exporter deployment/values.yaml at tag 4.5.3-4.8.2 (the 4.6.0-4.8.3 release
+  notes change none of these): image.tag, tolerations, affinity, serviceMonitor.enabled (its ServiceMonitor
+  scrapes port `metrics`).
 - hami-webui 1.1.0, Project-HAMi/HAMi-WebUI charts/hami-webui/values.yaml at tag hami-webui-1.1.0:
   image.{frontend,backend}.tag (default floating `main`), service.type, nodeSelector, serviceMonitor.enabled,
   hamiServiceMonitor.enabled, dcgm-exporter.enabled, externalPrometheus.{enabled,address}. Its CI pushes the
@@ -61,7 +62,7 @@ KPS_CHART_IMAGES: Final[images.ImageMaps] = {
     "kube-state-metrics.image": _chart_image("registry.k8s.io/kube-state-metrics/kube-state-metrics"),
     "prometheus-node-exporter.image": _chart_image("quay.io/prometheus/node-exporter"),
 }
-# dcgm-exporter 4.8.2 and hami-webui 1.1.0: the registry is part of `repository` (Docker Hub names are short).
+# dcgm-exporter 4.8.3 and hami-webui 1.1.0: the registry is part of `repository` (Docker Hub names are short).
 DCGM_CHART_IMAGES: Final[images.ImageMaps] = {"image": {"repository": DCGM_IMAGE}}
 WEBUI_CHART_IMAGES: Final[images.ImageMaps] = {
     "image.frontend": {"repository": "projecthami/hami-webui-fe-oss"},
