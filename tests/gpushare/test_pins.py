@@ -73,3 +73,20 @@ def test_config_defaults_and_renderers_take_their_versions_from_the_pins():
     assert config.hami.chart_version == pins.chart_version(names.HAMI_CHART)
     assert config.nvidia_device_plugin.chart_version == pins.chart_version(names.NVIDIA_PLUGIN_CHART)
     assert config.hami.mock_device_plugin_image == pins.image("docker.io/projecthami/mock-device-plugin")
+
+
+def test_renovate_holds_the_hami_mock_webui_pair_together_with_its_reason():
+    """HAMi >= 2.9 needs a mock release that does not exist yet: no update of one of them alone may be proposed."""
+    held = {
+        names.HAMI_CHART,
+        "hami-webui",
+        "docker.io/projecthami/mock-device-plugin",
+        "github.com/Project-HAMi/HAMi",
+        "github.com/HAMi/mock-device-plugin",
+    }
+    rules = [r for r in RENOVATE["packageRules"] if held & set(r.get("matchPackageNames", []))]
+    assert len(rules) == 1 and held <= set(rules[0]["matchPackageNames"]) and rules[0]["enabled"] is False
+    assert "mock PR #18" in rules[0]["description"]
+    assert set(pins._pins()["charts"]) >= {names.HAMI_CHART, "hami-webui"}
+    gomod = (ROOT / "e2e" / "tools" / "hami" / "go.mod").read_text()
+    assert "github.com/Project-HAMi/HAMi " in gomod and "github.com/HAMi/mock-device-plugin " in gomod
