@@ -5,6 +5,8 @@ Every renderer call is on this page, so what a component gets is read here; comp
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pulumi
 import pulumi_aws as aws
 from pulumi.runtime.config import CONFIG, get_config_env
@@ -27,8 +29,10 @@ from gpushare.render.monitoring import monitoring_objects, monitoring_releases
 from gpushare.render.stack import helm_releases
 from gpushare.render.tenancy import priority_classes, team_objects
 
+# The day EKS support windows are judged for: today for `pulumi up`; the offline plan passes its own (tools/offline.py).
+today = globals().get("PLAN_DATE") or datetime.now(UTC).date()
 try:
-    config = load_stack_config({**get_config_env(), **CONFIG.get()})
+    config = load_stack_config({**get_config_env(), **CONFIG.get()}, today=today)
 except UserError as error:
     raise pulumi.RunError(str(error)) from None
 

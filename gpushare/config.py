@@ -261,7 +261,8 @@ class ClusterConfig(_Model):
         default="1.36",
         alias="kubernetesVersion",
         pattern=r"^1\.[0-9]{2}$",
-        description="EKS minor version; HAMi's kube-scheduler image follows it (v<minor>.0)",
+        description="EKS minor version, refused past its end of standard support (gpushare/eks-support.yaml) "
+        "unless supportType is EXTENDED; HAMi's kube-scheduler runs its patch pinned in gpushare/pins.yaml",
     )
     network: NetworkConfig = Field(default=NetworkConfig(), description="VPC the cluster runs in")
     system_node_group: SystemNodeGroupConfig = Field(
@@ -284,7 +285,9 @@ class ClusterConfig(_Model):
     support_type: Literal["STANDARD", "EXTENDED"] = Field(
         default="STANDARD",
         alias="supportType",
-        description="EKS upgrade policy; EXTENDED keeps an out-of-support version running at extra cost",
+        description="EKS upgrade policy at the end of standard support: STANDARD lets EKS upgrade the control plane, "
+        "EXTENDED keeps the version (billed $0.60 instead of $0.10 per cluster-hour); required for a version past "
+        "standard support",
     )
 
     @field_validator("admin_principal_arns")

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from datetime import date
 from typing import Any
 
 from pydantic import ValidationError
 
-from gpushare import compat, names
+from gpushare import compat, eks, names, pins
 from gpushare.capacity import pool_plans, total_supply
 from gpushare.catalog import Catalog, load_catalog
 from gpushare.config import CONFIG_KEYS, PROJECT, PoolConfig, StackConfig, TeamConfig
@@ -41,9 +42,10 @@ def _decode(key: str, value: Any) -> Any:
     return value
 
 
-def load_stack_config(raw: Mapping[str, Any], catalog: Catalog | None = None) -> StackConfig:
+def load_stack_config(raw: Mapping[str, Any], catalog: Catalog | None = None, *, today: date) -> StackConfig:
     """Validate the raw stack config map; ConfigErrors lists every bad key found, one line each (schema
-    problems first; cross-key rules run once the schema holds, since they need a typed model)."""
+    problems first; cross-key rules run once the schema holds, since they need a typed model). `today` is the
+    day EKS support windows are judged for: the CLI and the program pass the real date, tests a fixed one."""
     catalog = catalog or load_catalog()
     data: dict[str, Any] = {}
     problems = Problems()
@@ -69,14 +71,15 @@ def load_stack_config(raw: Mapping[str, Any], catalog: Catalog | None = None) ->
         problems.raise_any()
         raise  # unreachable: a ValidationError always carries a problem
     problems.raise_any()
-    check_references(config, catalog)
+    check_references(config, catalog, today)
     return config
 
 
-def check_references(config: StackConfig, catalog: Catalog) -> None:
-    """Cross-key rules pydantic cannot see: names, catalog membership, capacity and quotas. Every check runs;
-    ConfigErrors lists what they found."""
+def check_references(config: StackConfig, catalog: Catalog, today: date) -> None:
+    """Cross-key rules pydantic cannot see: the EKS support window, names, catalog membership, capacity and
+    quotas. Every check runs; ConfigErrors lists what they found."""
     problems = Problems()
+    problems.check(_check_kubernetes_version, config, today)
     problems.check(_unique_names, "pools", [p.name for p in config.pools])
     problems.check(_unique_names, "teams", [t.name for t in config.teams])
     pool_names = [p.name for p in config.pools]
@@ -103,6 +106,26 @@ def check_references(config: StackConfig, catalog: Catalog) -> None:
                 ConfigError(f"{PROJECT}:pools[{i}].name", f"no team lists pool {pool.name!r}: it could never be used")
             )
     problems.raise_any()
+
+
+def _check_kubernetes_version(config: StackConfig, today: date) -> None:
+    """A version past EKS standard support bills extended support or is upgraded by EKS: refused unless the
+    stack opts into extended support; every minor needs a pinned kube-scheduler patch for HAMi."""
+    cluster = config.cluster
+    problem = eks.support_problem(
+        cluster.kubernetes_version,
+        today,
+        cluster.support_type == "EXTENDED",
+        config.karpenter.chart_version,
+        eks.load_eks_support(),
+    )
+    if problem is None and cluster.kubernetes_version not in pins.kubernetes_minors():
+        problem = (
+            f"{cluster.kubernetes_version} has no kube-scheduler patch pinned for HAMi in gpushare/pins.yaml; "
+            f"allowed: {', '.join(pins.kubernetes_minors())}"
+        )
+    if problem is not None:
+        raise ConfigError(f"{PROJECT}:cluster.kubernetesVersion", problem)
 
 
 def _unique_names(key: str, values: list[str]) -> None:

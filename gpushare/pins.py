@@ -38,3 +38,13 @@ def image_tag(reference: str) -> str:
 def image(reference: str) -> str:
     """The full pinned image reference, `registry/repository:tag`."""
     return f"{reference}:{image_tag(reference)}"
+
+
+def kubernetes_minors() -> tuple[str, ...]:
+    """The Kubernetes minors (`1.NN`) the stack supports: those with a pinned kube-scheduler patch."""
+    return tuple(_pins()["kubernetes"]["kube-scheduler"])
+
+
+def kube_scheduler_tag(minor: str) -> str:
+    """The pinned kube-scheduler image tag (`v1.NN.P`) of a supported minor; KeyError for any other."""
+    return str(_pins()["kubernetes"]["kube-scheduler"][minor])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,9 @@ from gpushare.files import read_yaml
 from gpushare.loader import load_stack_config
 
 ROOT = Path(__file__).resolve().parent.parent
+# The day tests judge EKS support windows for, fixed so no test depends on the clock: the shipped stacks' 1.36 is
+# in standard support then, and more than 90 days from its end.
+PLAN_DATE = date(2026, 11, 26)
 _RAW = {stack: read_yaml(ROOT / f"Pulumi.{stack}.yaml")["config"] for stack in ("dev", "prod")}
 
 
@@ -39,21 +43,31 @@ def prod_raw() -> dict[str, Any]:
 
 @pytest.fixture
 def dev() -> StackConfig:
-    return load_stack_config(raw_stack("dev"))
+    return load_stack_config(raw_stack("dev"), today=PLAN_DATE)
 
 
 @pytest.fixture
 def prod() -> StackConfig:
-    return load_stack_config(raw_stack("prod"))
+    return load_stack_config(raw_stack("prod"), today=PLAN_DATE)
 
 
-def run_plan(config_path: Path, out: Path):
-    """Run `python -m tools.plan` as `make plan` does, in a fresh interpreter (one Pulumi runtime each)."""
+def run_plan(config_path: Path, out: Path, day: date = PLAN_DATE):
+    """Run `python -m tools.plan` as `make plan` does, for `day`, in a fresh interpreter (one Pulumi runtime each)."""
     import subprocess
     import sys
 
     return subprocess.run(
-        [sys.executable, "-m", "tools.plan", "--config", str(config_path), "--out", str(out)],
+        [
+            sys.executable,
+            "-m",
+            "tools.plan",
+            "--config",
+            str(config_path),
+            "--out",
+            str(out),
+            "--date",
+            day.isoformat(),
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -8,6 +8,10 @@ from typing import Any
 
 import pytest
 
+from gpushare import eks
+from tests.conftest import raw_stack
+from tools.offline import run_program
+
 STACKS = ("dev", "prod")
 COMPONENT_PREFIX = "gpushare:index:"
 
@@ -243,3 +247,17 @@ def test_system_nodes_keep_pods_away_from_the_node_role(plans):
     metadata = template["inputs"]["metadataOptions"]
     assert (metadata["httpTokens"], metadata["httpPutResponseHopLimit"]) == ("required", 1)
     assert template["inputs"]["blockDeviceMappings"][0]["ebs"]["volumeSize"] == 50
+
+
+def test_extended_support_reaches_the_cluster_and_keeps_a_version_past_standard_support():
+    """The opt-in is what the EKS cluster gets as its upgrade policy, and it is what lets the program plan 1.34 on
+    the day its standard support ends (tests/gpushare/test_eks.py covers the refusals)."""
+    raw = raw_stack("dev")
+    raw["gpushare:cluster"].update(kubernetesVersion="1.34", supportType="EXTENDED")
+    for team in raw["gpushare:teams"]:  # no MutatingAdmissionPolicy before 1.36: the team behaviour it applies goes
+        team.pop("schedulerPolicy", None)
+        team["priority"] = "standard"
+    end = eks.load_eks_support().versions["1.34"].end_of_standard_support
+    recorded = run_program(raw, "dev", end).recorded
+    [cluster] = [r for r in recorded if r["type"] == "eks:index:Cluster"]
+    assert (cluster["inputs"]["version"], cluster["inputs"]["upgradePolicy"]) == ("1.34", {"supportType": "EXTENDED"})

@@ -20,7 +20,7 @@ from gpushare import names
 from gpushare.config import StackConfig
 from gpushare.loader import load_stack_config
 from gpushare.render import tenancy
-from tests.conftest import raw_stack
+from tests.conftest import PLAN_DATE, raw_stack
 
 TOOL = Path(__file__).resolve().parent / "admission"
 
@@ -59,7 +59,7 @@ def main() -> int:
     if shutil.which("go") is None:
         print("make admission-test needs Go (see tools/admission/go.mod)", file=sys.stderr)
         return 2
-    dev = load_stack_config(raw_stack("dev"))
+    dev = load_stack_config(raw_stack("dev"), today=PLAN_DATE)
     hami = {names.GPU: "1", names.GPU_MEMORY: "4000"}
     own = {names.HAMI_NODE_POLICY_ANNOTATION: "binpack"}
     bare, annotated, cpu, classed, too_big, init_too_big, percent = run(
@@ -119,7 +119,7 @@ def main() -> int:
     spot_raw["gpushare:teams"][0]["quota"]["gpuCores"] = 400
     spot_raw["gpushare:teams"][1]["pools"] = ["g4dn-shared", "g5-shared"]
     batch, no_selector = run(
-        load_stack_config(spot_raw),
+        load_stack_config(spot_raw, today=PLAN_DATE),
         "ml-research",
         [pod("ml-research", hami, nodeSelector={names.POOL_LABEL: "g5-shared"}), pod("ml-research", hami)],
     )

@@ -1,6 +1,6 @@
 """Evaluate the gpushare policy pack over a plan file written by `make plan`.
 
-    python -m tools.check --plan build/dev/plan.json [--policy-config policies/config/dev.json]
+    python -m tools.check --plan build/dev/plan.json [--policy-config policies/config/dev.json] [--date 2026-11-26]
 
 Exit 0 when no mandatory policy fails, 1 when one does, 2 when the plan or policy config cannot be used.
 Without --policy-config, policies/config/<stack>.json is used when it exists (as CI passes it to Pulumi).
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -73,8 +74,18 @@ def policy_config_for(stack: str, explicit: Path | None) -> tuple[PolicyConfig, 
     return PolicyConfig.load(path), path
 
 
-def check(resources: list[dict[str, Any]], config: PolicyConfig) -> list[Violation]:
-    return evaluate(from_plan(resources), config)
+def check(resources: list[dict[str, Any]], config: PolicyConfig, today: date) -> list[Violation]:
+    return evaluate(from_plan(resources, today), config)
+
+
+def add_date_option(parser: argparse.ArgumentParser) -> None:
+    """`--date`: the day date-bound facts (EKS support windows) are judged for; a run is repeatable with it."""
+    parser.add_argument(
+        "--date",
+        type=date.fromisoformat,
+        default=datetime.now(UTC).date(),
+        help="day the EKS support windows are judged for, YYYY-MM-DD (default: today, UTC)",
+    )
 
 
 def report(violations: list[Violation], config_path: Path | None) -> str:
@@ -96,11 +107,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="make check", description=__doc__.splitlines()[0])
     parser.add_argument("--plan", type=Path, required=True, help="plan.json written by `make plan`")
     parser.add_argument("--policy-config", type=Path, help="Pulumi policy config JSON (levels and properties)")
+    add_date_option(parser)
     args = parser.parse_args(argv)
     try:
         plan = read_plan(args.plan)
         config, config_path = policy_config_for(plan.stack, args.policy_config)
-        violations = check([r.for_check() for r in plan.resources], config)
+        violations = check([r.for_check() for r in plan.resources], config, args.date)
     except UserError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT

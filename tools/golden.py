@@ -11,6 +11,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from tests.conftest import PLAN_DATE
 from tools.plan import build_plan, read_stack_file, write_plan
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -20,8 +21,9 @@ PLAN_FOLDERS = ("manifests", "helm")
 
 
 def plan_files(stack: str) -> dict[str, str]:
-    """Relative path -> content of every file `make plan` writes under manifests/ and helm/ for `stack`."""
-    _, plan = build_plan(read_stack_file(ROOT / f"Pulumi.{stack}.yaml"), stack)
+    """Relative path -> content of every file `make plan` writes under manifests/ and helm/ for `stack`, planned
+    for the tests' fixed day so the files never depend on when they were written."""
+    _, plan = build_plan(read_stack_file(ROOT / f"Pulumi.{stack}.yaml"), stack, PLAN_DATE)
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch) / stack
         write_plan(plan, folder)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import runpy
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -166,12 +167,13 @@ class RecordingMonitor(mocks.MockMonitor):
         return resource_pb2.RegisterResourceResponse(urn=urn, id=resource_id, object=state_proto)
 
 
-def run_program(raw_config: dict[str, Any], stack: str) -> RecordingMonitor:
-    """Run __main__.py with `raw_config` (a stack file's config map) and return what it registered."""
+def run_program(raw_config: dict[str, Any], stack: str, today: date) -> RecordingMonitor:
+    """Run __main__.py with `raw_config` (a stack file's config map), judged on `today` (its PLAN_DATE), and return
+    what it registered."""
     pulumi.runtime.set_all_config({key: _config_text(value) for key, value in raw_config.items()})
     monitor = RecordingMonitor(PlanMocks(str(raw_config.get("aws:region", "us-east-1"))))
     mocks.set_mocks(monitor.mocks, project="gpushare", stack=stack, preview=False, monitor=monitor)
-    _sync_await(run_pulumi_func(lambda: runpy.run_path(str(PROGRAM), run_name="__main__")))
+    _sync_await(run_pulumi_func(lambda: runpy.run_path(str(PROGRAM), {"PLAN_DATE": today}, run_name="__main__")))
     # Under mocks the root stack is finished before the program runs, so exports are read off it here.
     for key, value in settings.get_root_resource().outputs.items():
         output = pulumi.Output.from_input(value)

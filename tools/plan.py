@@ -1,12 +1,13 @@
 """Offline plan: run the stack under Pulumi's mocks and write what it would create to build/<stack>/.
 
-    python -m tools.plan --config Pulumi.dev.yaml --out build
+    python -m tools.plan --config Pulumi.dev.yaml --out build [--date 2026-11-26]
 
 Writes plan.json (every resource with type, parent, dependencies, provider and inputs), manifests/ (each
 Kubernetes object the stack creates directly), helm/ (each release's chart, version and values), and prints
 a capacity and cost summary, then evaluates the policy pack: violations go into plan.json and to stdout, and
 a mandatory one makes the exit code 1 (the plan is still written, to inspect). Bad input: one line on
-stderr, exit code 2, nothing written.
+stderr, exit code 2, nothing written. `--date` (default today, UTC) is the day EKS support windows are judged
+for: the same stack file and date give the same plan.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import json
 import shutil
 import sys
 import tempfile
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +29,7 @@ from gpushare.files import read_yaml
 from gpushare.loader import load_stack_config
 from gpushare.render.stack import object_id
 from gpushare.render.yamlio import dump
-from tools.check import EXIT_MANDATORY, check, policy_config_for, report
+from tools.check import EXIT_MANDATORY, add_date_option, check, policy_config_for, report
 from tools.offline import run_program
 
 EXIT_BAD_INPUT = 2
@@ -48,9 +50,9 @@ def read_stack_file(path: Path) -> dict[str, Any]:
     return document["config"]
 
 
-def build_plan(raw: dict[str, Any], stack: str) -> tuple[StackConfig, dict[str, Any]]:
-    config = load_stack_config(raw)
-    monitor = run_program(raw, stack)
+def build_plan(raw: dict[str, Any], stack: str, today: date) -> tuple[StackConfig, dict[str, Any]]:
+    config = load_stack_config(raw, today=today)
+    monitor = run_program(raw, stack, today)
     resources = sorted(monitor.recorded, key=lambda r: r["urn"])
     plan = {"project": "gpushare", "stack": stack, "resources": resources, "outputs": monitor.outputs, "violations": []}
     return config, plan
@@ -136,13 +138,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", type=Path, required=True, help="stack file, e.g. Pulumi.dev.yaml")
     parser.add_argument("--out", type=Path, default=Path("build"), help="output folder (default: build)")
     parser.add_argument("--policy-config", type=Path, help="policy config JSON (default: policies/config/<stack>.json)")
+    add_date_option(parser)
     args = parser.parse_args(argv)
     stack = stack_name(args.config)
     try:
         raw = read_stack_file(args.config)
         policy_config, policy_config_path = policy_config_for(stack, args.policy_config)
-        config, plan = build_plan(raw, stack)
-        violations = check(plan["resources"], policy_config)
+        config, plan = build_plan(raw, stack, args.date)
+        violations = check(plan["resources"], policy_config, args.date)
     except UserError as error:
         for line in str(error).splitlines():  # a config can have several problems: one line each
             print(f"error: {line}", file=sys.stderr)

@@ -21,6 +21,7 @@ from gpushare.files import read_yaml
 from gpushare.loader import load_stack_config
 from gpushare.render import alerts
 from gpushare.render.yamlio import dump
+from tests.conftest import PLAN_DATE
 
 ROOT = Path(__file__).resolve().parent.parent
 STACK_FILE = ROOT / "Pulumi.prod.yaml"
@@ -37,7 +38,7 @@ def build_tools() -> Path:
 
 
 def main() -> int:
-    config = load_stack_config(read_yaml(STACK_FILE)["config"])
+    config = load_stack_config(read_yaml(STACK_FILE)["config"], today=PLAN_DATE)
     if not config.monitoring.enabled:
         print(f"{STACK_FILE.name}: gpushare:monitoring is not enabled; nothing to test", file=sys.stderr)
         return 2

@@ -32,8 +32,9 @@ HAMI_NODE_SELECTOR = {names.HAMI_NODE_LABEL[0]: names.HAMI_NODE_LABEL[1]}
 
 
 def scheduler_image_tag(config: StackConfig) -> str:
-    """kube-scheduler must match the cluster minor; an empty tag only works with a live `helm install`."""
-    return f"v{config.cluster.kubernetes_version}.0"
+    """kube-scheduler must match the cluster minor, at its newest pinned patch (a `.0` misses every fix since);
+    an empty tag only works with a live `helm install`."""
+    return pins.kube_scheduler_tag(config.cluster.kubernetes_version)
 
 
 def hami_values(config: StackConfig) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import date
 from functools import cached_property
 from typing import Any, TypeVar
 
@@ -88,9 +89,11 @@ class Resource:
 
 @dataclass(frozen=True)
 class StackView:
-    """Indexed once, so rules that look things up per pool or per namespace stay linear in the stack's size."""
+    """Indexed once, so rules that look things up per pool or per namespace stay linear in the stack's size.
+    `today` is the day the stack is judged for (date-bound facts such as EKS support windows): the caller's."""
 
     resources: tuple[Resource, ...]
+    today: date
     _memo: dict[Hashable, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @cached_property
@@ -173,8 +176,8 @@ def _is_mock_image(image: Any) -> bool:
     return isinstance(image, str) and split_reference(image)[0].endswith("projecthami/mock-device-plugin")
 
 
-def from_plan(resources: Iterable[Mapping[str, Any]]) -> StackView:
-    """Resources as `make plan` records them (inputs are what the engine would analyse)."""
+def from_plan(resources: Iterable[Mapping[str, Any]], today: date) -> StackView:
+    """Resources as `make plan` records them (inputs are what the engine would analyse), judged on `today`."""
     return StackView(
         tuple(
             Resource(
@@ -185,12 +188,14 @@ def from_plan(resources: Iterable[Mapping[str, Any]]) -> StackView:
                 dependencies=tuple(r.get("dependencies") or ()),
             )
             for r in resources
-        )
+        ),
+        today,
     )
 
 
-def from_engine(resources: Sequence[Any], unknown_error: type[Exception]) -> StackView:
-    """Resources as pulumi_policy hands them to a stack policy; unknown preview values become UNKNOWN."""
+def from_engine(resources: Sequence[Any], unknown_error: type[Exception], today: date) -> StackView:
+    """Resources as pulumi_policy hands them to a stack policy, judged on `today`; unknown preview values become
+    UNKNOWN."""
     return StackView(
         tuple(
             Resource(
@@ -201,7 +206,8 @@ def from_engine(resources: Sequence[Any], unknown_error: type[Exception]) -> Sta
                 dependencies=tuple(d.urn for d in r.dependencies),
             )
             for r in resources
-        )
+        ),
+        today,
     )
 
 

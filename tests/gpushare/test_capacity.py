@@ -15,7 +15,7 @@ from gpushare.errors import ConfigError
 from gpushare.loader import load_stack_config
 from policies.gpushare_policies.registry import PolicyConfig, evaluate
 from policies.gpushare_policies.stack import from_plan
-from tests.conftest import raw_stack
+from tests.conftest import PLAN_DATE, raw_stack
 from tools.check import POLICY_CONFIG_DIR
 from tools.offline import run_program
 
@@ -67,12 +67,18 @@ def _one_type_pool(raw: dict[str, Any], quota_mib: int) -> dict[str, Any]:
 
 def test_config_and_pack_agree_on_what_a_pool_supplies():
     with pytest.raises(ConfigError, match=r"quota.gpuMemoryMib: 92160 is more than .* allowed: at most 61440"):
-        load_stack_config(_one_type_pool(raw_stack("dev"), 92160))
-    plan = run_program(_one_type_pool(raw_stack("dev"), 61440), "dev").recorded
-    assert not [v for v in evaluate(from_plan(plan), DEV_POLICY) if v.policy == "team-quota-within-pool-limits"]
+        load_stack_config(_one_type_pool(raw_stack("dev"), 92160), today=PLAN_DATE)
+    plan = run_program(_one_type_pool(raw_stack("dev"), 61440), "dev", PLAN_DATE).recorded
+    assert not [
+        v for v in evaluate(from_plan(plan, PLAN_DATE), DEV_POLICY) if v.policy == "team-quota-within-pool-limits"
+    ]
     quota = next(r for r in plan if r["type"].endswith(":ResourceQuota") and "inference" in r["name"])
     quota["inputs"]["spec"]["hard"][f"requests.{names.GPU_MEMORY}"] = "61441"
-    found = [v.message for v in evaluate(from_plan(plan), DEV_POLICY) if v.policy == "team-quota-within-pool-limits"]
+    found = [
+        v.message
+        for v in evaluate(from_plan(plan, PLAN_DATE), DEV_POLICY)
+        if v.policy == "team-quota-within-pool-limits"
+    ]
     assert len(found) == 1 and "can provide at most 61440" in found[0]
 
 
@@ -105,7 +111,7 @@ def stack_configs(draw: st.DrawFn) -> dict[str, Any]:
     teams = [{"name": "team-a", "pools": first}, {"name": "team-b", "pools": names_}]
     raw["gpushare:pools"], raw["gpushare:teams"] = pools, [{**t, "quota": {"gpus": 0}} for t in teams]
     try:
-        plans = pool_plans(load_stack_config(raw))
+        plans = pool_plans(load_stack_config(raw, today=PLAN_DATE))
     except ConfigError:
         return raw  # not a valid stack: the property skips it
     share = draw(st.sampled_from([0.0, 0.5, 1.0]))  # 1.0: exactly what the pools supply, the boundary
@@ -125,9 +131,9 @@ def stack_configs(draw: st.DrawFn) -> dict[str, Any]:
 )
 def test_every_stack_config_that_validates_yields_a_plan_the_pack_passes(raw):
     try:
-        load_stack_config(raw)
+        load_stack_config(raw, today=PLAN_DATE)
     except ConfigError:
         assume(False)  # hypothesis fails the test when too few drawn stacks are valid
-    found = evaluate(from_plan(run_program(raw, "dev").recorded), DEV_POLICY)
+    found = evaluate(from_plan(run_program(raw, "dev", PLAN_DATE).recorded, PLAN_DATE), DEV_POLICY)
     refused = [v.message for v in found if v.level == "mandatory" or v.policy == "team-quota-within-pool-limits"]
     assert not refused

@@ -11,7 +11,7 @@ import pytest
 from gpushare import pins
 from gpushare.errors import ConfigError
 from gpushare.loader import load_stack_config
-from tests.conftest import raw_stack
+from tests.conftest import PLAN_DATE, raw_stack
 
 
 def test_dev_stack(dev):
@@ -35,7 +35,7 @@ def test_defaults_fill_what_is_left_out():
     raw = raw_stack("dev")
     for key in ("gpushare:karpenter", "gpushare:hami"):
         del raw[key]
-    config = load_stack_config(raw)
+    config = load_stack_config(raw, today=PLAN_DATE)
     assert config.karpenter.chart_version == pins.chart_version("karpenter")
     assert config.hami.chart_version == pins.chart_version("hami")
     assert config.hami.profile.device_split_count == 10
@@ -44,7 +44,7 @@ def test_defaults_fill_what_is_left_out():
 def test_object_config_arrives_as_json_text_from_the_engine():
     raw = raw_stack("dev")
     raw["gpushare:pools"] = json.dumps(raw["gpushare:pools"])
-    assert load_stack_config(raw).pools[0].name == "g5-shared"
+    assert load_stack_config(raw, today=PLAN_DATE).pools[0].name == "g5-shared"
 
 
 Mutation = Callable[[dict[str, Any]], None]
@@ -336,7 +336,7 @@ def test_bad_config_names_the_key(mutate, expected):
     raw = raw_stack("dev")
     mutate(raw)
     with pytest.raises(ConfigError) as caught:
-        load_stack_config(raw)
+        load_stack_config(raw, today=PLAN_DATE)
     lines = str(caught.value).splitlines()
     assert any(line.startswith(expected) for line in lines), lines
     assert all(line.startswith(("gpushare:", "aws:")) for line in lines), lines
@@ -348,7 +348,7 @@ def test_every_problem_is_reported_not_only_the_first():
     _set("gpushare:teams.1.quota.gpus", -1)(raw)
     _set("gpushare:cluster.logRetentionDays", 45)(raw)
     with pytest.raises(ConfigError) as caught:
-        load_stack_config(raw)
+        load_stack_config(raw, today=PLAN_DATE)
     keys = [line.split(":", 2)[0] + ":" + line.split(":", 2)[1] for line in str(caught.value).splitlines()]
     assert keys == [
         "gpushare:cluster.logRetentionDays",
@@ -362,13 +362,13 @@ def test_every_bad_mirror_is_reported_and_good_ones_load():
     ecr = "123456789012.dkr.ecr.us-west-2.amazonaws.com"
     raw["gpushare:registryMirrors"] = {"docker.io": "Mirror.example.com", "k8s.gcr.io": f"{ecr}/k8s", "nvcr.io": ecr}
     with pytest.raises(ConfigError) as caught:
-        load_stack_config(raw)
+        load_stack_config(raw, today=PLAN_DATE)
     assert [line.split(": ")[0] for line in str(caught.value).splitlines()] == [
         "gpushare:registryMirrors.docker.io",
         "gpushare:registryMirrors.k8s.gcr.io",
     ]
     raw["gpushare:registryMirrors"] = {"docker.io": f"{ecr}/docker-hub", "nvcr.io": "mirror.example.com:5000"}
-    assert load_stack_config(raw).registry_mirrors == raw["gpushare:registryMirrors"]
+    assert load_stack_config(raw, today=PLAN_DATE).registry_mirrors == raw["gpushare:registryMirrors"]
 
 
 def test_cross_key_problems_are_all_reported():
@@ -376,7 +376,7 @@ def test_cross_key_problems_are_all_reported():
     _set("gpushare:pools.0.instanceTypes.1", "g5.huge")(raw)
     _set("gpushare:teams.1.pools", ["g4dn-shared", "a100-pool"])(raw)
     with pytest.raises(ConfigError) as caught:
-        load_stack_config(raw)
+        load_stack_config(raw, today=PLAN_DATE)
     lines = str(caught.value).splitlines()
     assert [line.split(":")[1].split(" ")[0] for line in lines] == ["pools[0].instanceTypes[1]", "teams[1].pools[1]"]
 
@@ -384,7 +384,7 @@ def test_cross_key_problems_are_all_reported():
 def test_exclusive_pool_accepts_types_above_the_mock_ceiling():
     raw = raw_stack("prod")
     raw["gpushare:pools"][2]["instanceTypes"].append("p5.48xlarge")
-    assert "p5.48xlarge" in load_stack_config(raw).pool("training").instance_types
+    assert "p5.48xlarge" in load_stack_config(raw, today=PLAN_DATE).pool("training").instance_types
 
 
 def test_exclusive_pools_provide_no_gpu_memory_quota():
@@ -392,11 +392,11 @@ def test_exclusive_pools_provide_no_gpu_memory_quota():
     raw["gpushare:teams"][0]["pools"] = ["training"]
     raw["gpushare:teams"][0]["quota"] = {"gpus": 16, "gpuMemoryMib": 1}
     with pytest.raises(ConfigError, match=r"quota.gpuMemoryMib: 1 is more than pools training .* at most 0"):
-        load_stack_config(raw)
+        load_stack_config(raw, today=PLAN_DATE)
 
 
 def test_a_digest_pinned_mock_image_is_accepted():
     raw = raw_stack("dev")
     image = "docker.io/projecthami/mock-device-plugin:1.0.1@sha256:" + "0" * 64
     raw["gpushare:hami"]["mockDevicePluginImage"] = image
-    assert load_stack_config(raw).hami.mock_device_plugin_image == image
+    assert load_stack_config(raw, today=PLAN_DATE).hami.mock_device_plugin_image == image

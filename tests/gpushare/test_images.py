@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from gpushare import compat, images, names, pins
-from tests.conftest import raw_stack, run_plan
+from tests.conftest import PLAN_DATE, raw_stack, run_plan
 from tools.offline import run_program
 
 ECR = "123456789012.dkr.ecr.us-west-2.amazonaws.com"
@@ -61,7 +61,7 @@ def _planned(stack: str, mirrors: tuple[tuple[str, str], ...]) -> dict[str, Any]
     if mirrors:
         raw["gpushare:registryMirrors"] = dict(mirrors)
     rendered: dict[str, Any] = {}
-    for resource in run_program(raw, stack).recorded:
+    for resource in run_program(raw, stack, PLAN_DATE).recorded:
         inputs = resource["inputs"]
         if resource["type"] == "kubernetes:helm.sh/v3:Release":
             rendered[inputs["chart"].rsplit("/", 1)[-1]] = inputs.get("values", {})

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from gpushare import names, pins
 from gpushare.loader import load_stack_config
-from tests.conftest import ROOT, raw_stack
+from tests.conftest import PLAN_DATE, ROOT, raw_stack
 
 RENOVATE = json.loads((ROOT / "renovate.json").read_text())
 PINS_FILE = pins.PINS_PATH.relative_to(ROOT).as_posix()
@@ -35,7 +35,7 @@ def _matched_lines(path: str) -> set[int]:
         for match_string in manager["matchStrings"]:
             for match in _python_regex(match_string).finditer(text):
                 lines.add(text.count("\n", 0, match.start("currentValue")) + 1)
-                assert "depName" in match.groupdict() and match["depName"], match_string
+                assert match.groupdict().get("depName") or "depNameTemplate" in manager, match_string
                 assert match.groupdict().get("datasource") or "datasourceTemplate" in manager
     return lines
 
@@ -43,9 +43,13 @@ def _matched_lines(path: str) -> set[int]:
 def test_every_pin_is_found_by_a_renovate_manager():
     text = (ROOT / PINS_FILE).read_text().splitlines()
     data = pins._pins()
-    versions = [entry["version"] for entry in data["charts"].values()] + list(data["images"].values())
+    schedulers = data["kubernetes"]["kube-scheduler"]
+    versions = [entry["version"] for entry in data["charts"].values()] + [
+        *data["images"].values(),
+        *schedulers.values(),
+    ]
     pinned = {i + 1 for i, line in enumerate(text) if any(line.endswith(f'"{v}"') for v in versions)}
-    assert len(pinned) == len(data["charts"]) + len(data["images"])
+    assert len(pinned) == len(data["charts"]) + len(data["images"]) + len(schedulers)
     assert pinned == _matched_lines(PINS_FILE)
 
 
@@ -68,11 +72,16 @@ def test_every_go_module_of_the_rig_and_tools_is_found_by_the_gomod_manager():
 
 
 def test_config_defaults_and_renderers_take_their_versions_from_the_pins():
-    config = load_stack_config(raw_stack("prod"))
+    config = load_stack_config(raw_stack("prod"), today=PLAN_DATE)
     assert config.karpenter.chart_version == pins.chart_version(names.KARPENTER_CHART)
     assert config.hami.chart_version == pins.chart_version(names.HAMI_CHART)
     assert config.nvidia_device_plugin.chart_version == pins.chart_version(names.NVIDIA_PLUGIN_CHART)
     assert config.hami.mock_device_plugin_image == pins.image("docker.io/projecthami/mock-device-plugin")
+
+
+def test_renovate_never_moves_a_kube_scheduler_to_another_minor():
+    rules = [r for r in RENOVATE["packageRules"] if "registry.k8s.io/kube-scheduler" in r.get("matchDepNames", [])]
+    assert [(set(r["matchUpdateTypes"]), r["enabled"]) for r in rules] == [({"major", "minor"}, False)]
 
 
 def test_renovate_holds_the_hami_mock_webui_pair_together_with_its_reason():

@@ -8,6 +8,7 @@ from typing import Any
 
 from policies.gpushare_policies.registry import PolicyConfig, Violation, evaluate
 from policies.gpushare_policies.stack import StackView, from_plan
+from tests.conftest import PLAN_DATE
 
 Resources = list[dict[str, Any]]
 
@@ -37,7 +38,9 @@ def drop(resources: Resources, kind: str, name: str) -> None:
 
 
 def violations(resources: Resources, policy: str, config: dict[str, Any] | None = None) -> list[Violation]:
-    return [v for v in evaluate(from_plan(resources), PolicyConfig.parse(config or {})) if v.policy == policy]
+    return [
+        v for v in evaluate(from_plan(resources, PLAN_DATE), PolicyConfig.parse(config or {})) if v.policy == policy
+    ]
 
 
 def messages(resources: Resources, policy: str, config: dict[str, Any] | None = None) -> list[str]:
@@ -58,5 +61,9 @@ def view_of(objects: list[dict[str, Any]]) -> StackView:
         return f"kubernetes:{api}:{obj['kind']}"
 
     return from_plan(
-        {"urn": f"urn:{i}", "type": token(o), "name": o["metadata"]["name"], "inputs": o} for i, o in enumerate(objects)
+        [
+            {"urn": f"urn:{i}", "type": token(o), "name": o["metadata"]["name"], "inputs": o}
+            for i, o in enumerate(objects)
+        ],
+        PLAN_DATE,
     )

@@ -17,7 +17,7 @@ from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 
 from policies.gpushare_policies.registry import PACK_NAME, RULES, PolicyConfig, evaluate
 from policies.gpushare_policies.stack import from_plan
-from tests.conftest import ROOT
+from tests.conftest import PLAN_DATE, ROOT
 from tests.policies.helpers import find
 
 LEVEL_NAMES = {analyzer_pb2.ADVISORY: "advisory", analyzer_pb2.MANDATORY: "mandatory"}
@@ -92,7 +92,7 @@ def _analyze_stack(stub, resources):
 
 
 def _expected(resources, config):
-    return sorted((v.policy, v.level, v.urn, v.message) for v in evaluate(from_plan(resources), config))
+    return sorted((v.policy, v.level, v.urn, v.message) for v in evaluate(from_plan(resources, PLAN_DATE), config))
 
 
 def test_analyzer_info_lists_every_policy(analyzer):

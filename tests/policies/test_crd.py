@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.conftest import PLAN_DATE
 from tests.policies.helpers import broken, messages, resources_of
 from tests.policies.rules.breaking import delete_at, node_class, overlay, pool, set_at
 
@@ -595,7 +596,7 @@ def test_unknown_preview_values_count_as_set(plans):
     from policies.gpushare_policies.registry import evaluate
     from policies.gpushare_policies.stack import UNKNOWN, from_plan
 
-    view = from_plan(resources_of(plans["dev"]))
+    view = from_plan(resources_of(plans["dev"]), PLAN_DATE)
     gpu = next(r for r in view.resources if r.type.endswith(":EC2NodeClass"))
     gpu.props["spec"]["role"] = UNKNOWN
     gpu.props["spec"]["metadataOptions"]["httpPutResponseHopLimit"] = UNKNOWN

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from policies.gpushare_policies.shape import MalformedStack
+from tests.conftest import PLAN_DATE
 from tests.tools.test_check import run_check, write_plan
 from tools.check import check, policy_config_for
 
@@ -42,7 +43,7 @@ def test_every_node_of_the_dev_plan_replaced_by_a_wrong_type(plans):
                 parent = parent[step]
             parent[path[-1]] = _wrong(parent[path[-1]])
             try:
-                check(mutated, config)
+                check(mutated, config, PLAN_DATE)
             except MalformedStack as error:
                 refused += 1
                 assert "\n" not in str(error)
@@ -79,5 +80,5 @@ def test_overlay_fields(plans, path, value, fragment):
     overlay = next(r for r in resources if r["type"].endswith(":NodeOverlay"))
     overlay["inputs"][path[0]][path[1]] = value
     with pytest.raises(MalformedStack, match="NodeOverlay") as caught:
-        check(resources, policy_config_for("dev", None)[0])
+        check(resources, policy_config_for("dev", None)[0], PLAN_DATE)
     assert fragment in str(caught.value)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from gpushare import pins
+from gpushare import eks, pins
 from tests.conftest import ROOT, raw_stack, run_plan
 
 
@@ -105,3 +105,17 @@ def test_mandatory_violation_fails_the_plan_but_writes_it(tmp_path):
     assert completed.returncode == 1, completed.stderr
     assert "[mandatory] eks-public-endpoint-restricted (high)" in completed.stdout
     assert (tmp_path / "out" / "staging" / "plan.json").exists()
+
+
+def test_a_version_past_eks_standard_support_exits_2_unless_extended(tmp_path):
+    """The CLI judges the day it is given: the same stack plans before the end of standard support, not after."""
+    end = eks.load_eks_support().versions["1.36"].end_of_standard_support
+    stack_file = tmp_path / "Pulumi.dev.yaml"
+    stack_file.write_text(yaml.safe_dump({"config": raw_stack("dev")}))
+    completed = run_plan(stack_file, tmp_path / "out", end)
+    assert completed.returncode == 2
+    assert completed.stderr.startswith(
+        f"error: gpushare:cluster.kubernetesVersion: 1.36 is past EKS standard support (ended {end})"
+    )
+    assert "gpushare:cluster.supportType EXTENDED" in completed.stderr and "Traceback" not in completed.stderr
+    assert completed.stderr.count("\n") == 1 and not (tmp_path / "out").exists()

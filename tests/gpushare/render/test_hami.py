@@ -20,7 +20,7 @@ from gpushare.loader import load_stack_config
 from gpushare.render import hami
 from gpushare.render.hami import nvidia_device_plugin_values
 from gpushare.render.karpenter import pool_labels
-from tests.conftest import raw_stack
+from tests.conftest import PLAN_DATE, raw_stack
 
 
 def _admitted(config: StackConfig, labels: dict[str, str]) -> bool:
@@ -49,14 +49,24 @@ def _pool(sharing: str) -> PoolConfig:
 def test_hami_node_selector_key_follows_the_chart_version(chart, key, absent):
     raw = raw_stack("dev")
     raw["gpushare:hami"]["chartVersion"] = chart
-    plugin = hami.hami_values(load_stack_config(raw))["devicePlugin"]
+    plugin = hami.hami_values(load_stack_config(raw, today=PLAN_DATE))["devicePlugin"]
     assert plugin[key] == {"gpu": "on"}
     assert absent not in plugin
 
 
-def test_hami_scheduler_image_matches_cluster_minor(dev):
-    image = hami.hami_values(dev)["scheduler"]["kubeScheduler"]["image"]
-    assert image == {"registry": "registry.k8s.io", "repository": "kube-scheduler", "tag": "v1.36.0"}
+@pytest.mark.parametrize("minor", pins.kubernetes_minors())
+def test_hami_scheduler_runs_the_pinned_patch_of_the_cluster_minor(minor):
+    raw = raw_stack("dev")
+    raw["gpushare:cluster"]["kubernetesVersion"] = minor
+    raw["gpushare:cluster"]["supportType"] = "EXTENDED"  # a minor past standard support on PLAN_DATE is allowed
+    for team in raw["gpushare:teams"]:  # before 1.36 no MutatingAdmissionPolicy applies them
+        team.pop("schedulerPolicy", None)
+        team["priority"] = "standard"
+    config = load_stack_config(raw, today=PLAN_DATE)
+    image = hami.hami_values(config)["scheduler"]["kubeScheduler"]["image"]
+    tag = pins.kube_scheduler_tag(minor)
+    assert image == {"registry": "registry.k8s.io", "repository": "kube-scheduler", "tag": tag}
+    assert tag.startswith(f"v{minor}.") and tag.count(".") == 2 and tag.rsplit(".", 1)[1].isdigit()
 
 
 def test_hami_device_plugin_tolerates_the_gpu_taint(dev):

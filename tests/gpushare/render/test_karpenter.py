@@ -11,11 +11,12 @@ from gpushare.errors import ConfigError
 from gpushare.loader import load_stack_config
 from gpushare.render import karpenter
 from gpushare.render.stack import helm_releases
+from tests.conftest import PLAN_DATE
 
 
 def _with_budgets(raw, budgets):
     raw["gpushare:pools"][0]["disruption"] = {"budgets": budgets}
-    return load_stack_config(raw)
+    return load_stack_config(raw, today=PLAN_DATE)
 
 
 def test_hami_pool_carries_hami_selector_label_and_gpu_taint(dev):

@@ -16,7 +16,7 @@ from policies.gpushare_policies.rules.gpu_exporter_on_gpu_nodes import exporter_
 from policies.gpushare_policies.rules.monitoring_images_pinned import floating_image_tags, unpinned_images
 from policies.gpushare_policies.rules.monitoring_webui_reads_hami_metrics import webui_compatible
 from policies.gpushare_policies.rules.service_monitors_find_their_targets import service_monitor_namespace_problems
-from tests.conftest import ROOT, raw_stack
+from tests.conftest import PLAN_DATE, ROOT, raw_stack
 from tests.test_main import by_type, one, urn
 
 HELM = "kubernetes:helm.sh/v3:Release"
@@ -43,7 +43,7 @@ def test_off_by_default_and_in_dev_on_in_prod(dev, prod):
 def test_bad_monitoring_config_names_the_key(prod_raw, field, value, key):
     prod_raw["gpushare:monitoring"][field] = value
     with pytest.raises(ConfigError) as error:
-        load_stack_config(prod_raw)
+        load_stack_config(prod_raw, today=PLAN_DATE)
     assert str(error.value).startswith(key)
 
 
@@ -70,7 +70,7 @@ def test_existing_prometheus_gets_only_labelled_objects(prod_raw):
         "url": "http://prometheus.observability.svc:9090",
         "labels": {"release": "platform"},
     }
-    config = load_stack_config(prod_raw)
+    config = load_stack_config(prod_raw, today=PLAN_DATE)
     releases = {r.name: r for r in monitoring.monitoring_releases(config)}
     assert names.MONITORING_RELEASE not in releases
     assert (
@@ -168,7 +168,11 @@ def test_monitoring_is_wired_after_the_cluster_and_scraped_releases(plans):
 def test_every_monitoring_value_key_was_verified_in_the_pinned_chart(prod_raw):
     mirrored = {**raw_stack("prod"), "gpushare:registryMirrors": {r: f"mirror.example.com/{r}" for r in UPSTREAM}}
     prod_raw["gpushare:monitoring"]["existingPrometheus"] = {"url": "http://prom.obs.svc:9090", "labels": {"a": "b"}}
-    for config in (load_stack_config(raw_stack("prod")), load_stack_config(prod_raw), load_stack_config(mirrored)):
+    for config in (
+        load_stack_config(raw_stack("prod"), today=PLAN_DATE),
+        load_stack_config(prod_raw, today=PLAN_DATE),
+        load_stack_config(mirrored, today=PLAN_DATE),
+    ):
         for release in monitoring.monitoring_releases(config):
             assert monitoring.unverified_value_keys(release.chart, release.version, release.values) == [], release.name
     assert monitoring.unverified_value_keys(

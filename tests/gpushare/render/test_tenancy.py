@@ -12,6 +12,7 @@ from gpushare.loader import load_stack_config
 from gpushare.render import tenancy
 from policies.gpushare_policies.rules.team_admission_scoped import scope_problems
 from policies.gpushare_policies.rules.team_scheduler_policy_applied import unapplied_policies
+from tests.conftest import PLAN_DATE
 from tests.policies.helpers import view_of
 
 
@@ -116,7 +117,7 @@ def test_spot_only_batch_team_gets_spot_node_selector_on_gpu_pods(dev_raw):
     dev_raw["gpushare:teams"][0]["quota"] = {"gpus": 40, "gpuMemoryMib": 92112, "gpuCores": 400}
     dev_raw["gpushare:teams"][0]["spotOnly"] = True
     dev_raw["gpushare:teams"][1]["pools"] = ["g4dn-shared", "g5-shared"]
-    config = load_stack_config(dev_raw)
+    config = load_stack_config(dev_raw, today=PLAN_DATE)
     policy = _by_name(tenancy.team_objects(config, config.teams[0]))[
         ("MutatingAdmissionPolicy", "gpushare-ml-research-spot")
     ]["spec"]
@@ -139,7 +140,7 @@ def test_spot_only_batch_team_gets_spot_node_selector_on_gpu_pods(dev_raw):
 def test_bad_team_admission_settings_are_refused(dev_raw, change, message):
     dev_raw["gpushare:teams"][0] |= change
     with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("]", r"\]")):
-        load_stack_config(dev_raw)
+        load_stack_config(dev_raw, today=PLAN_DATE)
 
 
 @pytest.mark.parametrize(
@@ -153,7 +154,7 @@ def test_clusters_before_1_36_refuse_mutating_team_settings(dev_raw, team_change
     if field == "schedulerPolicy":
         dev_raw["gpushare:teams"][1]["priority"] = "standard"
     with pytest.raises(ConfigError, match=rf"teams\[1\]\.{field}: .*GA from Kubernetes 1.36.*is 1.35"):
-        load_stack_config(dev_raw)
+        load_stack_config(dev_raw, today=PLAN_DATE)
 
 
 def test_standard_teams_on_older_clusters_get_no_mutating_policies(dev_raw):
@@ -161,7 +162,7 @@ def test_standard_teams_on_older_clusters_get_no_mutating_policies(dev_raw):
     for team in dev_raw["gpushare:teams"]:
         team.pop("schedulerPolicy", None)
         team.pop("priority", None)
-    config = load_stack_config(dev_raw)
+    config = load_stack_config(dev_raw, today=PLAN_DATE)
     kinds = {o["kind"] for o in _team_objects(config)}
     assert "MutatingAdmissionPolicy" not in kinds
     assert "ValidatingAdmissionPolicy" in kinds, "ValidatingAdmissionPolicy is GA since 1.30"
@@ -196,23 +197,23 @@ def _vgpu_bound(config, team_name):
 def test_vgpus_per_container_are_bounded_by_the_gpus_of_the_team_nodes(dev_raw, prod_raw):
     # dev: every HAMi pool has one-GPU types, so a container asking 2 vGPUs would make Karpenter launch nodes
     # HAMi never places it on.
-    bound = _vgpu_bound(load_stack_config(dev_raw), "inference")
+    bound = _vgpu_bound(load_stack_config(dev_raw, today=PLAN_DATE), "inference")
     assert "quantity('1')" in bound["expression"]
     assert bound["message"].startswith("nvidia.com/gpu per container must be at most 1: HAMi gives each vGPU")
     # A 4-GPU type in a HAMi pool raises it to 4.
     for pool in dev_raw["gpushare:pools"]:
         if pool["name"] == "g4dn-shared":
             pool["instanceTypes"] = ["g4dn.12xlarge"]
-    assert "quantity('4')" in _vgpu_bound(load_stack_config(dev_raw), "inference")["expression"]
+    assert "quantity('4')" in _vgpu_bound(load_stack_config(dev_raw, today=PLAN_DATE), "inference")["expression"]
     # ml-research also has prod's 8-GPU exclusive training pool: a whole-GPU pod may ask 8.
-    bound = _vgpu_bound(load_stack_config(prod_raw), "ml-research")
+    bound = _vgpu_bound(load_stack_config(prod_raw, today=PLAN_DATE), "ml-research")
     assert "quantity('8')" in bound["expression"] and "training" in bound["message"]
 
 
 def test_per_gpu_limit_follows_scaling_and_skips_exclusive_only_teams(prod_raw):
     prod_raw["gpushare:hami"]["profile"]["deviceCoreScaling"] = 0.5
     prod_raw["gpushare:teams"].append({"name": "trainers", "pools": ["training"], "quota": {"gpus": 8}})
-    config = load_stack_config(prod_raw)
+    config = load_stack_config(prod_raw, today=PLAN_DATE)
     assert per_gpu_limits(pool_plans(config)["g5-shared"].capacities)[names.GPU_CORES] == 50
     assert tenancy.per_gpu_limit_policy(config, config.teams[-1]) == []
 
@@ -298,7 +299,7 @@ def test_team_quota_covers_hami_resources(prod):
 def test_team_only_on_exclusive_pools_skips_the_hami_webhook(prod_raw):
     prod_raw["gpushare:teams"][0]["pools"] = ["training", "g5-shared"]
     prod_raw["gpushare:teams"].append({"name": "trainers", "pools": ["training"], "quota": {"gpus": 8}})
-    config = load_stack_config(prod_raw)
+    config = load_stack_config(prod_raw, today=PLAN_DATE)
     namespace = tenancy.team_objects(config, config.teams[-1])[0]
     assert namespace["metadata"]["labels"]["hami.io/webhook"] == "ignore"
     mixed = tenancy.team_objects(config, config.teams[0])[0]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from gpushare import pins
 from tests.policies.rules.breaking import (
     caught,
     release,
@@ -25,7 +26,21 @@ CASES = {
     "scheduler minor mismatch": (
         "hami-values-match-chart-version",
         lambda r: set_at(release(r, "hami"), ["values", "scheduler", "kubeScheduler", "image", "tag"], "v1.33.2"),
-        ['image.tag is "v1.33.2"', "Kubernetes 1.36", "set it to v1.36.0"],
+        ['image.tag is "v1.33.2"', "Kubernetes 1.36", f"set it to {pins.kube_scheduler_tag('1.36')}"],
+    ),
+    "scheduler patch older than the pin": (
+        "hami-values-match-chart-version",
+        lambda r: set_at(release(r, "hami"), ["values", "scheduler", "kubeScheduler", "image", "tag"], "v1.36.0"),
+        ['image.tag is "v1.36.0": an older 1.36 patch', f"set it to {pins.kube_scheduler_tag('1.36')}"],
+    ),
+    "scheduler tag without its v": (
+        "hami-values-match-chart-version",
+        lambda r: set_at(
+            release(r, "hami"),
+            ["values", "scheduler", "kubeScheduler", "image", "tag"],
+            pins.kube_scheduler_tag("1.36").removeprefix("v"),
+        ),
+        ["vMAJOR.MINOR.PATCH tag of that minor"],
     ),
     "unknown hami chart": (
         "hami-values-match-chart-version",
