@@ -12,7 +12,7 @@ from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError, unknown
 from policies.gpushare_policies.pulumi_pack import policies
 from policies.gpushare_policies.registry import RULES, PolicyConfig, PolicyConfigError, evaluate
 from policies.gpushare_policies.stack import EKS_COMPONENT, UNKNOWN, from_engine
-from tests.conftest import ROOT
+from tests.conftest import PLAN_DATE, ROOT
 from tools.docs import policy_table
 
 EXPECTED = [
@@ -48,6 +48,7 @@ EXPECTED = [
     ("ec2nodeclass-crd-valid", "mandatory"),
     ("team-per-gpu-limit-enforced", "mandatory"),
     ("hami-pool-one-gpu-count", "advisory"),
+    ("eks-standard-support-ending", "advisory"),
 ]
 
 
@@ -131,7 +132,7 @@ def test_bad_policy_config_names_the_key(document, fragment):
 def test_levels_from_config(plans):
     from policies.gpushare_policies.stack import from_plan
 
-    view = from_plan(plans["dev"]["resources"])
+    view = from_plan(plans["dev"]["resources"], PLAN_DATE)
     assert {v.level for v in evaluate(view, PolicyConfig.parse({"all": "advisory"}))} == {"advisory"}
     assert evaluate(view, PolicyConfig.parse({"eks-public-endpoint-restricted": "disabled"})) == []
 
@@ -144,13 +145,13 @@ def _engine_resource(type_, props, urn="urn:x"):
 def test_unknown_preview_values_are_skipped_not_reported():
     cluster = _engine_resource(
         EKS_COMPONENT,
-        {"encryptionConfigKeyArn": UNKNOWN_STRING_VALUE, "endpointPublicAccess": False, "version": "1.34"},
+        {"encryptionConfigKeyArn": UNKNOWN_STRING_VALUE, "endpointPublicAccess": False, "version": "1.36"},
     )
-    view = from_engine([cluster], UnknownValueError)
+    view = from_engine([cluster], UnknownValueError, PLAN_DATE)
     assert view.resources[0].props["encryptionConfigKeyArn"] is UNKNOWN
     assert evaluate(view) == []
     missing = _engine_resource(EKS_COMPONENT, {"endpointPublicAccess": False})
-    known_but_missing = from_engine([missing], UnknownValueError)
+    known_but_missing = from_engine([missing], UnknownValueError, PLAN_DATE)
     assert [v.policy for v in evaluate(known_but_missing)] == ["node-security-baseline"]
 
 
