@@ -35,6 +35,15 @@ def pod(namespace: str, limits: dict[str, str], **spec: Any) -> dict[str, Any]:
     return {"metadata": metadata, "spec": {**defaults, "containers": [container], **spec}}
 
 
+def pool_affinity(operator: str, values: list[str] | None) -> dict[str, Any]:
+    """Required node affinity with one expression on the pool label."""
+    expression: dict[str, Any] = {"key": names.POOL_LABEL, "operator": operator}
+    if values is not None:
+        expression["values"] = values
+    terms = [{"matchExpressions": [expression]}]
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}
+
+
 def run(config: StackConfig, team: str, pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
     objects = tenancy.team_objects(config, next(t for t in config.teams if t.name == team))
     request = {
@@ -62,14 +71,15 @@ def main() -> int:
     dev = load_stack_config(raw_stack("dev"), today=PLAN_DATE)
     hami = {names.GPU: "1", names.GPU_MEMORY: "4000"}
     own = {names.HAMI_NODE_POLICY_ANNOTATION: "binpack"}
-    bare, annotated, cpu, classed, too_big, init_too_big, percent = run(
+    bare, annotated, cpu, classed, system_class, too_big, init_too_big, percent, *selecting = run(
         dev,
         "inference",
         [
             pod("inference", hami),
             pod("inference", hami, annotations=own),
             pod("inference", {"cpu": "1"}),
-            pod("inference", hami, priorityClassName="system-node-critical", priority=2000001000),
+            pod("inference", hami, priorityClassName="gpushare-standard", priority=100_000),
+            pod("inference", hami, priorityClassName="system-node-critical", priority=2_000_001_000),
             pod("inference", {names.GPU: "1", names.GPU_MEMORY: "16000"}),
             pod(
                 "inference",
@@ -79,6 +89,13 @@ def main() -> int:
                 ],
             ),
             pod("inference", {names.GPU: "1", names.GPU_MEMORY_PERCENTAGE: "100"}),
+            pod("inference", hami, nodeSelector={names.POOL_LABEL: "g4dn-shared"}),
+            pod("inference", hami, affinity=pool_affinity("In", ["g4dn-shared"])),
+            pod("inference", hami, nodeSelector={names.POOL_LABEL: "g5-shared"}),
+            pod("inference", hami, nodeSelector={names.NODEPOOL_LABEL: "g5-shared"}),
+            pod("inference", hami, affinity=pool_affinity("In", ["g4dn-shared", "g5-shared"])),
+            pod("inference", hami, affinity=pool_affinity("NotIn", ["g4dn-shared"])),
+            pod("inference", hami, affinity=pool_affinity("Exists", None)),
         ],
     )
     failures: list[str] = []
@@ -98,8 +115,22 @@ def main() -> int:
     }
     check("GPU pod priority", {k: bare["pod"]["spec"].get(k) for k in critical}, critical, failures)
     check("CPU pod keeps priority 0", cpu["pod"]["spec"].get("priorityClassName"), None, failures)
-    check("own class wins", classed["pod"]["spec"]["priorityClassName"], "system-node-critical", failures)
-    check("fitting pods admitted", [r["denied"] for r in (bare, annotated, cpu, percent)], [[], [], [], []], failures)
+    check("own lower class wins", classed["pod"]["spec"]["priorityClassName"], "gpushare-standard", failures)
+    own_pool, own_pool_affinity, *other_pools = selecting
+    admitted = (bare, annotated, cpu, classed, percent, own_pool, own_pool_affinity)
+    check("fitting pods admitted", [r["denied"] for r in admitted], [[]] * len(admitted), failures)
+    check(
+        "class above the team's tier refused",
+        [m.split(":")[0] for m in system_class["denied"]],
+        ["priority must be at most 1000000, the critical tier of team inference"],
+        failures,
+    )
+    check(
+        "other pools refused (nodeSelector on both labels, affinity In, NotIn, Exists)",
+        [[m.split(" (")[0] for m in r["denied"]] for r in other_pools],
+        [["gpushare.io/pool and karpenter.sh/nodepool may select only pools of team inference"]] * len(other_pools),
+        failures,
+    )
     check(
         "gpumem above one T4 refused",
         [m.split(":")[0] for m in too_big["denied"]],
@@ -117,6 +148,9 @@ def main() -> int:
     spot_raw["gpushare:pools"][0]["capacityTypes"] = ["spot"]
     spot_raw["gpushare:teams"][0] |= {"pools": ["g5-shared"], "spotOnly": True}
     spot_raw["gpushare:teams"][0]["quota"]["gpuCores"] = 400
+    # Only the HAMi pools: a time-sliced pool no team lists is refused, and so are replicas no pool provides.
+    spot_raw["gpushare:pools"] = spot_raw["gpushare:pools"][:2]
+    del spot_raw["gpushare:teams"][0]["quota"]["sharedGpus"]
     spot_raw["gpushare:teams"][1]["pools"] = ["g4dn-shared", "g5-shared"]
     batch, no_selector = run(
         load_stack_config(spot_raw, today=PLAN_DATE),

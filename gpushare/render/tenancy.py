@@ -122,6 +122,7 @@ def team_objects(config: StackConfig, team: TeamConfig) -> list[dict[str, Any]]:
         },
         *mutating_policies(config, team),
         *per_gpu_limit_policy(config, team),
+        *isolation_policy(team),
     ]
 
 
@@ -296,6 +297,80 @@ def per_gpu_limit_policy(config: StackConfig, team: TeamConfig) -> list[dict[str
                         "reason": "Invalid",
                     }
                     for resource, limit in limits.items()
+                ],
+            },
+        },
+        {
+            "apiVersion": ADMISSION_API,
+            "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": name, "labels": {names.TEAM_LABEL: team.name}},
+            "spec": {
+                "policyName": name,
+                "validationActions": ["Deny"],
+                "matchResources": {"namespaceSelector": namespace_selector(team)},
+            },
+        },
+    ]
+
+
+# Node labels a pod can select a GPU pool by: gpushare's own and the one Karpenter puts on every node it launches.
+POOL_SELECTOR_KEYS = (names.POOL_LABEL, names.NODEPOOL_LABEL)
+
+
+def _pool_selectors_within(pools: tuple[str, ...]) -> str:
+    """CEL: the pod's nodeSelector and required node affinity name no pool outside `pools` by a pool label.
+
+    An affinity term may only use `In` on those keys: NotIn, Exists and DoesNotExist reach pools the term does not
+    name. Preferred affinity is left alone: it cannot place a pod where its required terms do not let it."""
+    keys = "[" + ", ".join(f"'{k}'" for k in POOL_SELECTOR_KEYS) + "]"
+    allowed = "[" + ", ".join(f"'{p}'" for p in pools) + "]"
+    selector = (
+        f"!has(object.spec.nodeSelector) || {keys}.all(k, !(k in object.spec.nodeSelector) || "
+        f"object.spec.nodeSelector[k] in {allowed})"
+    )
+    required = "object.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+    affinity = (
+        "!has(object.spec.affinity) || !has(object.spec.affinity.nodeAffinity) || "
+        f"!has({required}) || {required}.nodeSelectorTerms.all(t, !has(t.matchExpressions) || "
+        f"t.matchExpressions.all(e, !(e.key in {keys}) || "
+        f"(e.operator == 'In' && has(e.values) && e.values.all(v, v in {allowed}))))"
+    )
+    return f"({selector}) && ({affinity})"
+
+
+def isolation_policy(team: TeamConfig) -> list[dict[str, Any]]:
+    """A ValidatingAdmissionPolicy + binding keeping a team's pods within what the stack gave the team: no priority
+    above its tier, no pool outside its own.
+
+    Priority: the Priority plugin resolves `spec.priority` from the pod's class before any validating admission,
+    so comparing the number covers every class, gpushare's and system-node-critical alike; without it a team picks
+    a higher class and preempts other teams. Pools: quotas count resources, not pools (one vGPU quota covers every
+    HAMi pool), so without it a team selects another team's pool and fills it."""
+    value, _ = PRIORITIES[team.priority]
+    name = f"gpushare-{team.name}-isolation"
+    pools = ", ".join(team.pools)
+    return [
+        {
+            "apiVersion": ADMISSION_API,
+            "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": name, "labels": {names.TEAM_LABEL: team.name}},
+            "spec": {
+                "failurePolicy": "Fail",
+                "matchConstraints": _pod_creates(team),
+                "validations": [
+                    {
+                        "expression": f"!has(object.spec.priority) || object.spec.priority <= {value}",
+                        "message": f"priority must be at most {value}, the {team.priority} tier of team "
+                        f"{team.name}: use priorityClassName {priority_class_name(team.priority)} or a lower class, "
+                        "or none",
+                        "reason": "Forbidden",
+                    },
+                    {
+                        "expression": _pool_selectors_within(team.pools),
+                        "message": f"{' and '.join(POOL_SELECTOR_KEYS)} may select only pools of team {team.name} "
+                        f"({pools}), in nodeSelector or with operator In in required node affinity",
+                        "reason": "Forbidden",
+                    },
                 ],
             },
         },

@@ -176,9 +176,7 @@ def test_per_gpu_limit_is_the_largest_gpu_of_the_team_pools(dev):
         names.GPU_CORES: 100,
         names.GPU_MEMORY_PERCENTAGE: 100,
     }
-    policy, binding = [
-        o for o in tenancy.team_objects(dev, dev.teams[1]) if o["kind"].startswith("ValidatingAdmissionPolicy")
-    ]
+    policy, binding = tenancy.per_gpu_limit_policy(dev, dev.teams[1])
     [memory] = [v for v in policy["spec"]["validations"] if "'nvidia.com/gpumem'" in v["expression"]]
     assert "quantity('15360')" in memory["expression"] and "'nvidia.com/gpumem'" in memory["expression"]
     assert memory["message"].startswith("nvidia.com/gpumem per container must be at most 15360")
@@ -284,6 +282,25 @@ def test_per_gpu_limit_check_finds_missing_and_loosened_policies(dev):
         "ValidatingAdmissionPolicy gpushare-inference-per-gpu-limit: differs from the per-GPU limits of pools "
         "g4dn-shared",
     ]
+
+
+def test_isolation_policy_caps_priority_at_the_tier_and_pools_at_the_team(prod):
+    """Every team gets it, bound with Deny to its namespace: the ceiling is its own tier's value and the pools
+    allowed are exactly its own, by both pool labels (the CEL itself runs in `make admission-test`)."""
+    for team in prod.teams:
+        policy, binding = tenancy.isolation_policy(team)
+        priority, pools = policy["spec"]["validations"]
+        assert priority["expression"].endswith(f"object.spec.priority <= {tenancy.PRIORITIES[team.priority][0]}")
+        other_pools = [p.name for p in prod.pools if p.name not in team.pools]
+        assert other_pools, "the check needs a pool the team does not have"
+        for key in (names.POOL_LABEL, names.NODEPOOL_LABEL):
+            assert f"'{key}'" in pools["expression"]
+        assert all(f"'{p}'" in pools["expression"] for p in team.pools)
+        assert not any(f"'{p}'" in pools["expression"] for p in other_pools)
+        assert policy["spec"]["failurePolicy"] == "Fail"
+        assert binding["spec"]["validationActions"] == ["Deny"]
+        assert binding["spec"]["matchResources"]["namespaceSelector"] == tenancy.namespace_selector(team)
+        assert policy in tenancy.team_objects(prod, team)
 
 
 def test_team_quota_covers_hami_resources(prod):
