@@ -62,6 +62,11 @@ def hami_values(config: StackConfig) -> dict[str, Any]:
             "patch": {"image": dict(CERTGEN_IMAGE), "imageNew": dict(CERTGEN_IMAGE)},
             # The chart defaults to NodePort, opening the extender and its metrics on every node.
             "service": {"type": "ClusterIP"},
+            # The webhook sees every namespace but those labelled hami.io/webhook=ignore, kube-system included:
+            # failing closed would make every pod creation, hami-scheduler's own among them, wait for
+            # hami-scheduler. Failing open is safe: a pod it missed is never placed by HAMi, and HAMi's device
+            # plugin refuses to allocate a GPU to a pod HAMi did not place.
+            "admissionWebhook": {"failurePolicy": "Ignore"},
         },
         "devicePlugin": {
             "deviceSplitCount": profile.device_split_count,

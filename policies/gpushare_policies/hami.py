@@ -17,6 +17,9 @@ from .stack import Resource, StackView
 
 # Chart defaults the rules fall back on when values leave a key out (charts/hami/values.yaml 2.7.0-2.10.0).
 _DEFAULT_NODE_SELECTOR = {names.HAMI_NODE_LABEL[0]: names.HAMI_NODE_LABEL[1]}
+# scheduler.admissionWebhook in charts/hami/values.yaml 2.8.3: on, failing open, skipping no namespace by name
+# (templates/scheduler/webhook.yaml also skips namespaces and pods labelled hami.io/webhook=ignore).
+_WEBHOOK_DEFAULTS: dict[str, Any] = {"enabled": True, "failurePolicy": "Ignore", "whitelistNamespaces": None}
 HAMI_RESOURCES = (names.GPU_MEMORY, names.GPU_CORES, names.GPU_MEMORY_PERCENTAGE)
 
 
@@ -73,6 +76,13 @@ class Hami:
         charts/hami/templates/device-plugin/daemonsetnvidia.yaml)."""
         dra = self.values.get("dra")
         return self.device_plugin.get("enabled") is not False and not (isinstance(dra, dict) and dra.get("enabled"))
+
+    @property
+    def webhook(self) -> dict[str, Any]:
+        """scheduler.admissionWebhook as the chart renders it: the values over the chart defaults."""
+        scheduler = self.values.get("scheduler")
+        given = scheduler.get("admissionWebhook") if isinstance(scheduler, dict) else None
+        return {**_WEBHOOK_DEFAULTS, **(given if isinstance(given, dict) else {})}
 
     @property
     def tolerations(self) -> list[dict[str, Any]]:

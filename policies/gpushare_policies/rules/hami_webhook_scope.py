@@ -1,8 +1,10 @@
 """HAMi's admission webhook sees exactly the team namespaces that use HAMi pools.
 
 HAMi's webhook hands every pod asking nvidia.com/gpu to hami-scheduler, which cannot place pods on nodes
-without HAMi; namespaces labelled hami.io/webhook=ignore are skipped. Teams on exclusive pools only need the
-label; teams on a HAMi pool must not have it, or their pods bypass HAMi's placement and isolation.
+without HAMi; namespaces labelled hami.io/webhook=ignore are skipped, and so are those the release lists in
+scheduler.admissionWebhook.whitelistNamespaces, and all of them when the webhook is off
+(charts/hami/templates/scheduler/webhook.yaml 2.8.3). Teams on exclusive pools only need the label; teams on a
+HAMi pool must be seen, or their pods bypass HAMi's placement and isolation.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from collections.abc import Iterator
 
 from gpushare import names
 
+from ..hami import Hami
 from ..kube import pools
 from ..rule import Finding, Rule, finding
 from ..stack import NAMESPACE, StackView, sorted_by_name
@@ -20,6 +23,10 @@ LABEL, IGNORE = names.HAMI_WEBHOOK_IGNORE
 
 def check(view: StackView, _config: None) -> Iterator[Finding]:
     sharing = {pool.name: pool.labels.get(names.SHARING_LABEL) for pool in pools(view)}
+    hami = Hami.of(view)
+    webhook = hami.webhook if hami is not None else {}
+    skipped = webhook.get("whitelistNamespaces")
+    skipped = [str(n) for n in skipped] if isinstance(skipped, list) else []
     for namespace in sorted_by_name(view.of_type(NAMESPACE)):
         labels = namespace.get("metadata", "labels") or {}
         listed = (namespace.get("metadata", "annotations") or {}).get(names.TEAM_POOLS_ANNOTATION)
@@ -28,6 +35,24 @@ def check(view: StackView, _config: None) -> Iterator[Finding]:
         team_pools = [name.strip() for name in str(listed).split(",") if name.strip() in sharing]
         uses_hami = any(sharing[name] == names.SHARING_HAMI for name in team_pools)
         ignored = labels.get(LABEL) == IGNORE
+        if uses_hami and hami is not None and webhook.get("enabled") is False:
+            yield finding(
+                hami.resource,
+                "values.scheduler.admissionWebhook.enabled",
+                False,
+                f"team {namespace.object_name} uses HAMi pools, but without HAMi's webhook no pod is handed to "
+                "hami-scheduler: HAMi places none of them",
+                "remove the key (the chart turns the webhook on)",
+            )
+        if uses_hami and namespace.object_name in skipped:
+            yield finding(
+                hami.resource,
+                "values.scheduler.admissionWebhook.whitelistNamespaces",
+                skipped,
+                f"team {namespace.object_name} uses HAMi pools, but HAMi's webhook skips its namespace: its pods "
+                "bypass hami-scheduler and its GPU memory isolation",
+                f"remove {namespace.object_name} from the list",
+            )
         if uses_hami and ignored:
             yield finding(
                 namespace,
@@ -52,7 +77,7 @@ RULE = Rule(
     name="hami-webhook-scope",
     order=18,
     description=f"Team namespaces on exclusive pools only carry {LABEL}={IGNORE}; namespaces of teams "
-    "on HAMi pools do not.",
+    "on HAMi pools do not, and the HAMi release's webhook is on and does not list them in whitelistNamespaces.",
     why="Without the label exclusive-pool pods go to hami-scheduler and stay Pending; with it, shared-pool "
     "pods bypass HAMi.",
     remediation="Keep the label gpushare puts on namespaces of exclusive-only teams, and only there.",

@@ -7,6 +7,7 @@ import pytest
 from tests.policies.helpers import find
 from tests.policies.rules.breaking import (
     caught,
+    release,
     set_at,
 )
 
@@ -16,6 +17,22 @@ CASES = {
         "hami-webhook-scope",
         lambda r: set_at(find(r, "Namespace", "inference"), ["metadata", "labels", "hami.io/webhook"], "ignore"),
         ['Namespace inference: metadata.labels["hami.io/webhook"] is "ignore"', "bypass hami-scheduler"],
+    ),
+    "shared-pool team in the webhook's whitelist": (
+        "hami-webhook-scope",
+        lambda r: set_at(
+            release(r, "hami")["values"]["scheduler"], ["admissionWebhook", "whitelistNamespaces"], ["inference"]
+        ),
+        [
+            "Release hami: values.scheduler.admissionWebhook.whitelistNamespaces is ['inference']",
+            "team inference uses HAMi pools",
+            "remove inference from the list",
+        ],
+    ),
+    "webhook off with HAMi teams": (
+        "hami-webhook-scope",
+        lambda r: set_at(release(r, "hami")["values"]["scheduler"], ["admissionWebhook", "enabled"], False),
+        ["Release hami: values.scheduler.admissionWebhook.enabled is false", "HAMi places none of them"],
     ),
 }
 
