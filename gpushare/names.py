@@ -51,6 +51,9 @@ GPU_NODE_CLASS: Final = "gpu"
 # Team namespaces: the team label, and the pools the team may use (so policies can weigh its quota).
 TEAM_LABEL: Final = "gpushare.io/team"
 TEAM_POOLS_ANNOTATION: Final = "gpushare.io/pools"
+# Pod Security Admission's namespace labels (kubernetes.io/docs/concepts/security/pod-security-admission/).
+POD_SECURITY_ENFORCE_LABEL: Final = "pod-security.kubernetes.io/enforce"
+POD_SECURITY_WARN_LABEL: Final = "pod-security.kubernetes.io/warn"
 
 # HAMi reads binpack/spread only from these pod annotations (HAMi docs, scheduler-policy); admission copies
 # a team's policy onto its pods under them.

@@ -73,8 +73,9 @@ def team_objects(config: StackConfig, team: TeamConfig) -> list[dict[str, Any]]:
     """Namespace, ResourceQuota, LimitRange, then the team's admission policies, in apply order."""
     labels = {
         names.TEAM_LABEL: team.name,
-        "pod-security.kubernetes.io/enforce": "baseline",
-        "pod-security.kubernetes.io/warn": "restricted",
+        # Privileged pods on a shared node escape HAMi's isolation, which lives in the container.
+        names.POD_SECURITY_ENFORCE_LABEL: "baseline",
+        names.POD_SECURITY_WARN_LABEL: "restricted",
     }
     if all(config.pool(name).sharing != names.SHARING_HAMI for name in team.pools):
         labels[names.HAMI_WEBHOOK_IGNORE[0]] = names.HAMI_WEBHOOK_IGNORE[1]

@@ -30,3 +30,25 @@ def kind_of(resource: Resource) -> str:
 def team_of(resource: Resource) -> Any:
     """The team label of an admission object (None on objects that belong to no team)."""
     return resource.get("metadata", "labels", names.TEAM_LABEL)
+
+
+def denying_validations(view: StackView) -> dict[str, list[tuple[Resource, dict[str, Any]]]]:
+    """Namespace -> (policy, validation) of every ValidatingAdmissionPolicy a Deny binding applies to pods of
+    exactly that namespace (selected by its name label); indexed once per view."""
+
+    def index() -> dict[str, list[tuple[Resource, dict[str, Any]]]]:
+        objects = admission_objects(view)
+        found: dict[str, list[tuple[Resource, dict[str, Any]]]] = {}
+        for (kind, _), binding in objects.items():
+            actions = binding.get("spec", "validationActions")
+            if kind != "ValidatingAdmissionPolicyBinding" or not isinstance(actions, list) or "Deny" not in actions:
+                continue
+            namespace = binding.get("spec", "matchResources", "namespaceSelector", "matchLabels")
+            namespace = namespace.get(names.NAMESPACE_NAME_LABEL) if isinstance(namespace, dict) else None
+            policy = objects.get(("ValidatingAdmissionPolicy", str(binding.get("spec", "policyName"))))
+            validations = policy.get("spec", "validations") if policy is not None else None
+            if isinstance(namespace, str) and isinstance(validations, list):
+                found.setdefault(namespace, []).extend((policy, v) for v in validations if isinstance(v, dict))
+        return found
+
+    return view.memo("denying-validations", index)

@@ -48,6 +48,13 @@ EXPECTED = [
     ("ec2nodeclass-crd-valid", "mandatory"),
     ("team-per-gpu-limit-enforced", "mandatory"),
     ("hami-pool-one-gpu-count", "advisory"),
+    ("rbac-least-privilege", "mandatory"),
+    ("eks-access-least-privilege", "mandatory"),
+    ("karpenter-iam-scoped", "mandatory"),
+    ("interruption-queue-principals", "mandatory"),
+    ("hami-webhook-fails-open", "mandatory"),
+    ("priority-classes-not-global-default", "mandatory"),
+    ("team-namespace-isolation", "mandatory"),
     ("eks-standard-support-ending", "advisory"),
 ]
 
