@@ -52,3 +52,12 @@ def denying_validations(view: StackView) -> dict[str, list[tuple[Resource, dict[
         return found
 
     return view.memo("denying-validations", index)
+
+
+def binding_without_deny(view: StackView, policy: str) -> Resource | None:
+    """The ValidatingAdmissionPolicyBinding of `policy` when it only warns or audits (the policy refuses nothing)."""
+    for binding in view.of_type(f"{ADMISSION_API}:ValidatingAdmissionPolicyBinding"):
+        actions = binding.get("spec", "validationActions")
+        if binding.get("spec", "policyName") == policy and not (isinstance(actions, list) and "Deny" in actions):
+            return binding
+    return None

@@ -37,15 +37,15 @@ def exporter_placement_problems(values: Mapping[str, Any]) -> list[str]:
 
 def check_exporter_placement(view: StackView, _config: None) -> Iterator[Finding]:
     for release in sorted_by_name(view.releases(names.DCGM_CHART)):
-        for problem in exporter_placement_problems(release.get("values") or {}):
-            yield finding(
-                release,
-                "values",
-                None if not release.get("values") else "set",
-                f"the GPU exporter {problem}: it never reaches Karpenter's tainted GPU nodes, or lands on every node",
-                f"tolerate {names.GPU_TAINT['key']}:{names.GPU_TAINT['effect']} and require the node label "
-                f"{names.SHARING_LABEL} (Exists) in values.affinity",
-            )
+        values = release.get("values") or {}
+        for problem in exporter_placement_problems(values):
+            if "tolerate" in problem:
+                key, consequence = "tolerations", "it never reaches Karpenter's tainted GPU nodes"
+                fix = f"add {{key: {names.GPU_TAINT['key']}, operator: Exists, effect: {names.GPU_TAINT['effect']}}}"
+            else:
+                key, consequence = "affinity", "it also runs on nodes without GPUs, which have no GPU for it to read"
+                fix = f"require the node label {names.SHARING_LABEL} (operator Exists) in every nodeSelectorTerm"
+            yield finding(release, f"values.{key}", values.get(key), f"the GPU exporter {problem}: {consequence}", fix)
 
 
 RULE = Rule(

@@ -35,7 +35,8 @@ def check_capacity(view: StackView, config: CapacityConfig) -> Iterator[Finding]
                     value,
                     f"the mock device plugin cannot advertise more than {MOCK_MAX_UNITS_PER_RESOURCE} units of one "
                     "resource per node (the kubelet's gRPC limit; the node would register 0)",
-                    "use this instance type in an exclusive pool",
+                    "no overlay value is right here: remove the instance type this overlay describes from its HAMi "
+                    "pool (pools[].instanceTypes) and give its GPUs an exclusive pool if you need them",
                 )
     hami = Hami.of(view)
     if hami is None:

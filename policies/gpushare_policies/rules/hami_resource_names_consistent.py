@@ -34,11 +34,12 @@ def _unknown(resource: str, known: set[str]) -> bool:
     return resource.startswith(VENDOR_PREFIX) and resource not in known
 
 
-def _limit_range_resources(limit_range: Resource) -> Iterator[tuple[str, str]]:
+def _limit_range_resources(limit_range: Resource) -> Iterator[tuple[str, str, object]]:
+    """(where, resource name, value) of every resource a LimitRange's limits name."""
     for index, limit in enumerate(limit_range.get("spec", "limits") or []):
         for field in ("default", "defaultRequest", "max", "min"):
-            for resource in (limit.get(field) or {}) if isinstance(limit, dict) else {}:
-                yield f"spec.limits[{index}].{field}", str(resource)
+            for resource, value in (limit.get(field) or {}).items() if isinstance(limit, dict) else ():
+                yield f"spec.limits[{index}].{field}", str(resource), value
 
 
 def check(view: StackView, _config: None) -> Iterator[Finding]:
@@ -71,12 +72,12 @@ def check(view: StackView, _config: None) -> Iterator[Finding]:
                     fix,
                 )
     for limit_range in sorted_by_name(view.of_type(LIMIT_RANGE)):
-        for where, resource in _limit_range_resources(limit_range):
+        for where, resource, value in _limit_range_resources(limit_range):
             if _unknown(resource, known):
                 yield finding(
                     limit_range,
                     f'{where}["{resource}"]',
-                    None,
+                    value,
                     "HAMi registers no resource of that name, so this default or bound applies to nothing",
                     fix,
                 )

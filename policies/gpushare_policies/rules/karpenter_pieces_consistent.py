@@ -10,12 +10,16 @@ from collections.abc import Iterator
 from gpushare import names, pins
 
 from ..rule import Finding, Rule, finding
-from ..stack import EC2_NODE_CLASS, NODE_POOL, StackView, sorted_by_name
+from ..stack import EC2_NODE_CLASS, NODE_POOL, Resource, StackView, sorted_by_name
 
 DISCOVERY_TAG = "karpenter.sh/discovery"
 # Karpenter charts are published to public.ecr.aws as OCI artifacts tagged `1.2.3`, never `v1.2.3`.
 OCI_TAG = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+$")
 SELECTORS = ("subnetSelectorTerms", "securityGroupSelectorTerms")
+
+
+def _number(release: Resource) -> str:
+    return str(release.get("version")).removeprefix("v")
 
 
 def check(view: StackView, _config: None) -> Iterator[Finding]:
@@ -30,13 +34,14 @@ def check(view: StackView, _config: None) -> Iterator[Finding]:
                 "Karpenter's OCI charts are tagged without a leading v",
                 f"write it as {pins.chart_version(names.KARPENTER_CHART)}",
             )
-    if controller is not None and crds is not None and controller.get("version") != crds.get("version"):
+    # A `v` prefix is reported above, on the release that has it; the pieces differ only when the numbers do.
+    if controller is not None and crds is not None and _number(controller) != _number(crds):
         yield finding(
             crds,
             "version",
             crds.get("version"),
             f"the CRDs differ from the controller's {controller.get('version')}: fields one knows the other refuses",
-            f"install karpenter-crd at {controller.get('version')}",
+            f"install karpenter-crd at {_number(controller)}",
         )
     classes = {node_class.object_name: node_class for node_class in view.of_type(EC2_NODE_CLASS)}
     for pool in sorted_by_name(view.of_type(NODE_POOL)):

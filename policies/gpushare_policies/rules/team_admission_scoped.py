@@ -8,7 +8,7 @@ from typing import Any
 from gpushare import names
 
 from ..admission import POLICY_BINDINGS, admission_objects, kind_of, team_of
-from ..rule import Finding, Rule, finding_about
+from ..rule import Finding, Rule, finding, finding_about
 from ..stack import Resource, StackView
 
 
@@ -36,7 +36,26 @@ def scope_problems(view: StackView) -> list[tuple[Resource, str]]:
     return problems
 
 
+def dangling_bindings(view: StackView) -> Iterator[tuple[Resource, str, str]]:
+    """(team binding, the policy kind it should name, the name it gives) for bindings naming no policy."""
+    objects = admission_objects(view)
+    for policy_kind, binding_kind in POLICY_BINDINGS.items():
+        for (kind, _), binding in sorted(objects.items()):
+            name = binding.get("spec", "policyName")
+            if kind == binding_kind and team_of(binding) is not None and (policy_kind, str(name)) not in objects:
+                yield binding, policy_kind, str(name)
+
+
 def check_scope(view: StackView, _config: None) -> Iterator[Finding]:
+    for binding, policy_kind, name in dangling_bindings(view):
+        yield finding(
+            binding,
+            "spec.policyName",
+            name,
+            f"no {policy_kind} of that name is in the stack, so the binding applies nothing and team "
+            f"{team_of(binding)}'s pods go unchecked",
+            f"name the team's {policy_kind} (gpushare-{team_of(binding)}-<purpose>) or drop the binding",
+        )
     for resource, problem in scope_problems(view):
         yield finding_about(
             resource,
@@ -49,7 +68,8 @@ def check_scope(view: StackView, _config: None) -> Iterator[Finding]:
 RULE = Rule(
     name="team-admission-scoped",
     order=22,
-    description="Every team admission policy has a binding, and both select only the team's namespace.",
+    description="Every team admission policy has a binding, every team binding names a policy of the stack, and "
+    "both select only the team's namespace.",
     why="An unbound policy does nothing; one matching other namespaces changes or refuses other teams' pods.",
     remediation=f"Bind each policy and select the team namespace by {names.NAMESPACE_NAME_LABEL}.",
     enforcement="mandatory",

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 from gpushare import names
 
-from ..admission import ADMISSION_API, denying_validations
+from ..admission import ADMISSION_API, binding_without_deny, denying_validations
 from ..kube import pools
 from ..pools import pools_of_team
 from ..rule import Finding, Rule, finding, finding_about
@@ -82,6 +82,17 @@ def _admission(view: StackView, namespace: Resource) -> Iterator[Finding]:
     validations = denying_validations(view).get(team, [])
     expressions = [(policy, str(v.get("expression"))) for policy, v in validations]
     fix = f"keep gpushare's policy gpushare-{team}-isolation and its Deny binding"
+    weak = binding_without_deny(view, f"gpushare-{team}-isolation")
+    if weak is not None:
+        yield finding(
+            weak,
+            "spec.validationActions",
+            weak.get("spec", "validationActions"),
+            "without Deny the team's isolation policy refuses nothing: pods above the team's tier or on other "
+            "teams' pools are admitted",
+            'set it to ["Deny"]',
+        )
+        return
     ceilings = [(policy, int(m.group(1))) for policy, e in expressions if (m := CEILING.search(e))]
     tier = _tier(view, team)
     if not ceilings:

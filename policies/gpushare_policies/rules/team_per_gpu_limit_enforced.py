@@ -11,12 +11,12 @@ from gpushare import names
 from gpushare.capacity import container_limits
 from gpushare.catalog import load_catalog
 
-from ..admission import ADMISSION_API
+from ..admission import ADMISSION_API, binding_without_deny
 from ..hami import Hami, expected_capacity, is_hami_pool
 from ..kube import Pool
 from ..nvidia import is_timeslice_pool
 from ..pools import pools_of_team
-from ..rule import Finding, Rule, finding_about
+from ..rule import Finding, Rule, finding, finding_about
 from ..stack import NAMESPACE, Resource, StackView, sorted_by_name
 
 POLICY = f"{ADMISSION_API}:ValidatingAdmissionPolicy"
@@ -73,6 +73,12 @@ def _why(resource: str, pools_shown: str) -> str:
     return f"the largest GPU of pools {pools_shown}"
 
 
+def _harm(resource: str) -> str:
+    if resource == names.GPU_SHARED:
+        return "the NVIDIA device plugin refuses such a pod only at allocation, after a node was launched for it"
+    return "such a pod makes Karpenter launch a node it can never run on"
+
+
 def check_per_gpu_limit(view: StackView, _config: None) -> Iterator[Finding]:
     hami = Hami.of(view)
     for namespace in sorted_by_name(view.of_type(NAMESPACE)):
@@ -90,12 +96,22 @@ def check_per_gpu_limit(view: StackView, _config: None) -> Iterator[Finding]:
         pools_shown = ", ".join(p.name for p in hami_pools)
         for resource, limit in limits.items():
             bounds = _bounds(policies, resource)
-            if not bounds:
+            name = f"gpushare-{namespace.object_name}-per-gpu-limit"
+            weak = binding_without_deny(view, name) if not bounds else None
+            if weak is not None:
+                yield finding(
+                    weak,
+                    "spec.validationActions",
+                    weak.get("spec", "validationActions"),
+                    f"without Deny the policy only reports a container asking more than {limit} {resource} "
+                    f"({_why(resource, pools_shown)}): {_harm(resource)}",
+                    'set it to ["Deny"]',
+                )
+            elif not bounds:
                 yield finding_about(
                     namespace,
                     f"no ValidatingAdmissionPolicy bound with Deny to this team namespace refuses a container asking "
-                    f"more than {limit} {resource} ({_why(resource, pools_shown)}): such a pod makes Karpenter launch "
-                    "a node it can never run on",
+                    f"more than {limit} {resource} ({_why(resource, pools_shown)}): {_harm(resource)}",
                     f"keep gpushare's per-GPU limit policy gpushare-{namespace.object_name}-per-gpu-limit and its "
                     "binding",
                 )

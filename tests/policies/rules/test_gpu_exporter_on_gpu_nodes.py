@@ -16,12 +16,16 @@ PROD_CASES = {
     "exporter without GPU toleration": (
         "gpu-exporter-on-gpu-nodes",
         lambda r: set_at(release(r, "dcgm-exporter"), ["values", "tolerations"], []),
-        ["Release dcgm-exporter", "does not tolerate the GPU taint nvidia.com/gpu:NoSchedule"],
+        [
+            "Release dcgm-exporter: values.tolerations is []",
+            "does not tolerate the GPU taint nvidia.com/gpu:NoSchedule",
+            "Fix: add {key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}",
+        ],
     ),
     "exporter on every node": (
         "gpu-exporter-on-gpu-nodes",
         lambda r: delete_at(release(r, "dcgm-exporter"), ["values", "affinity"]),
-        ["does not require the GPU pool label gpushare.io/sharing"],
+        ["Release dcgm-exporter: values.affinity not set", "does not require the GPU pool label gpushare.io/sharing"],
     ),
 }
 

@@ -40,7 +40,7 @@ CASES = {
         lambda r: set_at(
             find(r, "NodeOverlay", "g5-shared-g5-4xlarge"), ["spec", "capacity", "nvidia.com/gpumem"], "200000"
         ),
-        ["cannot advertise more than 123011", "exclusive pool"],
+        ["cannot advertise more than 123011", "remove the instance type this overlay describes from its HAMi pool"],
     ),
     "type not in catalog": (
         "hami-overlay-capacity-matches",

@@ -32,7 +32,10 @@ CASES = {
             ["default"],
             {"nvidia.com/gpumemory": "1024"},
         ),
-        ['LimitRange inference-defaults: spec.limits[0].default["nvidia.com/gpumemory"]', "applies to nothing"],
+        [
+            'LimitRange inference-defaults: spec.limits[0].default["nvidia.com/gpumemory"] is "1024"',
+            "applies to nothing",
+        ],
     ),
 }
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gpushare import pins
+from tests.policies.helpers import broken, messages
 from tests.policies.rules.breaking import (
     caught,
     node_class,
@@ -49,3 +50,9 @@ CASES = {
 @pytest.mark.parametrize("case", list(CASES))
 def test_one_broken_field_is_caught(plans, case):
     caught(plans["dev"], case, CASES[case])
+
+
+def test_a_v_prefix_is_blamed_on_its_release_only(plans):
+    """The CRD release at the same number is not at fault: one finding, on the release with the v."""
+    resources = broken(plans["dev"], lambda r: set_at(release(r, "karpenter"), ["version"], "v1.15.1"))
+    assert [m.split(":")[0] for m in messages(resources, "karpenter-pieces-consistent")] == ["Release karpenter"]

@@ -7,6 +7,7 @@ import pytest
 from tests.policies.helpers import find
 from tests.policies.rules.breaking import (
     INFERENCE_NODE_POLICY,
+    PER_GPU,
     caught,
     delete_at,
     set_at,
@@ -14,6 +15,15 @@ from tests.policies.rules.breaking import (
 
 # (policy, change, every fragment one message must contain), on the dev plan
 CASES = {
+    "binding with a dangling policyName": (
+        "team-admission-scoped",
+        lambda r: set_at(find(r, "ValidatingAdmissionPolicyBinding", PER_GPU), ["spec", "policyName"], "per-gpu"),
+        [
+            f'ValidatingAdmissionPolicyBinding {PER_GPU}: spec.policyName is "per-gpu"',
+            "no ValidatingAdmissionPolicy of that name",
+            "name the team's ValidatingAdmissionPolicy",
+        ],
+    ),
     "admission policy for every namespace": (
         "team-admission-scoped",
         lambda r: delete_at(

@@ -74,7 +74,11 @@ CASES = {
         lambda r: set_at(
             find(r, "ValidatingAdmissionPolicyBinding", ISOLATION), ["spec", "validationActions"], ["Audit"]
         ),
-        ["Namespace inference: no ValidatingAdmissionPolicy bound with Deny", "another team's pool"],
+        [
+            f"ValidatingAdmissionPolicyBinding {ISOLATION}: spec.validationActions is ['Audit']",
+            "refuses nothing",
+            'set it to ["Deny"]',
+        ],
     ),
     "priority cap above the tier": (
         "team-namespace-isolation",

@@ -22,14 +22,22 @@ CASES = {
     "per-GPU limit only warns": (
         "team-per-gpu-limit-enforced",
         lambda r: set_at(find(r, "ValidatingAdmissionPolicyBinding", PER_GPU), ["spec", "validationActions"], ["Warn"]),
-        ["Namespace inference: no ValidatingAdmissionPolicy bound with Deny", "nvidia.com/gpucores"],
+        [
+            f"ValidatingAdmissionPolicyBinding {PER_GPU}: spec.validationActions is ['Warn']",
+            "nvidia.com/gpucores",
+            'set it to ["Deny"]',
+        ],
     ),
     "more than one time-sliced replica allowed": (
         "team-per-gpu-limit-enforced",
         lambda r: find(r, "ValidatingAdmissionPolicy", "gpushare-ml-research-per-gpu-limit")["spec"][
             "validations"
         ].pop(),
-        ["Namespace ml-research: no ValidatingAdmissionPolicy", f"more than 1 {GPU_SHARED} (one time-sliced replica"],
+        [
+            "Namespace ml-research: no ValidatingAdmissionPolicy",
+            f"more than 1 {GPU_SHARED} (one time-sliced replica",
+            "only at allocation",
+        ],
     ),
     "per-GPU limit above the largest GPU": (
         "team-per-gpu-limit-enforced",
