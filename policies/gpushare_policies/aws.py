@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from typing import Any
 
 from .stack import UNKNOWN, Resource, StackView
@@ -42,9 +43,8 @@ class Statement:
         return f"Statement[{self.index}]" + (f" ({self.sid})" if self.sid else "")
 
     def grants(self, action: str) -> bool:
-        """An Allow whose actions cover `action` (exactly, `*` or `<service>:*`)."""
-        service = action.split(":", 1)[0]
-        return self.effect == "Allow" and any(a in (action, "*", f"{service}:*") for a in self.actions)
+        """An Allow whose actions cover `action`: IAM matches actions case-insensitively, `*` and `?` as globs."""
+        return self.effect == "Allow" and any(fnmatchcase(action.lower(), a.lower()) for a in self.actions)
 
     def condition_value(self, key: str) -> list[str]:
         """Every value any operator of the condition block tests `key` against."""

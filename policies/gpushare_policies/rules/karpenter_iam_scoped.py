@@ -45,11 +45,11 @@ def _owned(statement: Statement, side: str, cluster: str) -> bool:
 
 def _statement_problems(statement: Statement, cluster: str, node_roles: set[str]) -> Iterator[tuple[str, str, str]]:
     """(value shown, problem, fix) for one Allow statement."""
-    wild = [a for a in statement.actions if a == "*" or a.endswith(":*")]
+    wild = [a for a in statement.actions if "*" in a or "?" in a]
     if wild:
         yield (
             ", ".join(wild),
-            "a wildcard action grants every action of the service, beyond what Karpenter calls",
+            "a wildcard action grants every action it matches, also those AWS adds later, beyond what Karpenter calls",
             "list the actions of upstream's controller policy",
         )
     if statement.grants("iam:PassRole"):

@@ -98,6 +98,11 @@ CASES = {
         edit("AllowScopedEC2LaunchTemplateAccessActions", set_key("Condition", {})),
         ["may use launch templates that are not this cluster's"],
     ),
+    "partial wildcard reaches a destructive action": (
+        "karpenter-iam-scoped",
+        edit("AllowRegionalReadActions", set_key("Action", ["ec2:Describe*", "ec2:Terminate*"])),
+        ['(AllowRegionalReadActions) is "ec2:TerminateInstances"', "is not limited to resources tagged"],
+    ),
     "wildcard action": (
         "karpenter-iam-scoped",
         edit("AllowRegionalReadActions", set_key("Action", "ec2:*")),
