@@ -70,32 +70,39 @@ def main() -> int:
         return 2
     dev = load_stack_config(raw_stack("dev"), today=PLAN_DATE)
     hami = {names.GPU: "1", names.GPU_MEMORY: "4000"}
+
+    def inference(limits: dict[str, str], **spec: Any) -> dict[str, Any]:
+        """A pod of team inference on its pool, unless the case selects nodes itself."""
+        if "nodeSelector" not in spec and "affinity" not in spec:
+            spec["nodeSelector"] = {names.POOL_LABEL: "g4dn-shared"}
+        return pod("inference", limits, **spec)
+
     own = {names.HAMI_NODE_POLICY_ANNOTATION: "binpack"}
-    bare, annotated, cpu, classed, system_class, too_big, init_too_big, percent, *selecting = run(
+    bare, annotated, cpu, classed, system_class, too_big, init_too_big, percent, unselected, *selecting = run(
         dev,
         "inference",
         [
-            pod("inference", hami),
-            pod("inference", hami, annotations=own),
-            pod("inference", {"cpu": "1"}),
-            pod("inference", hami, priorityClassName="gpushare-standard", priority=100_000),
-            pod("inference", hami, priorityClassName="system-node-critical", priority=2_000_001_000),
-            pod("inference", {names.GPU: "1", names.GPU_MEMORY: "16000"}),
-            pod(
-                "inference",
+            inference(hami),
+            inference(hami, annotations=own),
+            pod("inference", {"cpu": "1"}),  # a CPU pod needs no pool
+            inference(hami, priorityClassName="gpushare-standard", priority=100_000),
+            inference(hami, priorityClassName="system-node-critical", priority=2_000_001_000),
+            inference({names.GPU: "1", names.GPU_MEMORY: "16000"}),
+            inference(
                 hami,
                 initContainers=[
                     {"name": "warm", "image": "busybox", "resources": {"limits": {names.GPU_CORES: "150"}}}
                 ],
             ),
-            pod("inference", {names.GPU: "1", names.GPU_MEMORY_PERCENTAGE: "100"}),
-            pod("inference", hami, nodeSelector={names.POOL_LABEL: "g4dn-shared"}),
-            pod("inference", hami, affinity=pool_affinity("In", ["g4dn-shared"])),
-            pod("inference", hami, nodeSelector={names.POOL_LABEL: "g5-shared"}),
-            pod("inference", hami, nodeSelector={names.NODEPOOL_LABEL: "g5-shared"}),
-            pod("inference", hami, affinity=pool_affinity("In", ["g4dn-shared", "g5-shared"])),
-            pod("inference", hami, affinity=pool_affinity("NotIn", ["g4dn-shared"])),
-            pod("inference", hami, affinity=pool_affinity("Exists", None)),
+            inference({names.GPU: "1", names.GPU_MEMORY_PERCENTAGE: "100"}),
+            pod("inference", hami),
+            inference(hami, nodeSelector={names.POOL_LABEL: "g4dn-shared"}),
+            inference(hami, affinity=pool_affinity("In", ["g4dn-shared"])),
+            inference(hami, nodeSelector={names.POOL_LABEL: "g5-shared"}),
+            inference(hami, nodeSelector={names.NODEPOOL_LABEL: "g5-shared"}),
+            inference(hami, affinity=pool_affinity("In", ["g4dn-shared", "g5-shared"])),
+            inference(hami, affinity=pool_affinity("NotIn", ["g4dn-shared"])),
+            inference(hami, affinity=pool_affinity("Exists", None)),
         ],
     )
     failures: list[str] = []
@@ -125,10 +132,17 @@ def main() -> int:
         ["priority must be at most 1000000, the critical tier of team inference"],
         failures,
     )
+    other_pool = "gpushare.io/pool and karpenter.sh/nodepool may select only pools of team inference"
     check(
         "other pools refused (nodeSelector on both labels, affinity In, NotIn, Exists)",
-        [[m.split(" (")[0] for m in r["denied"]] for r in other_pools],
-        [["gpushare.io/pool and karpenter.sh/nodepool may select only pools of team inference"]] * len(other_pools),
+        [any(m.startswith(other_pool) for m in r["denied"]) for r in other_pools],
+        [True] * len(other_pools),
+        failures,
+    )
+    check(
+        "GPU pod without a pool refused",
+        [m.split(":")[0] for m in unselected["denied"]],
+        ["a pod asking GPUs must select its pool, one of team inference's (g4dn-shared)"],
         failures,
     )
     check(

@@ -339,6 +339,21 @@ def _pool_selectors_within(pools: tuple[str, ...]) -> str:
     return f"({selector}) && ({affinity})"
 
 
+def _selects_a_pool(pools: tuple[str, ...]) -> str:
+    """CEL: a pod asking GPUs names its pool, by nodeSelector or by an `In` on a pool label in every required
+    affinity term (with `_pool_selectors_within`, one of `pools`). Without one Karpenter may launch, and
+    kube-scheduler use, a node of any pool whose taint the pod tolerates: another team's."""
+    keys = "[" + ", ".join(f"'{k}'" for k in POOL_SELECTOR_KEYS) + "]"
+    required = "object.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+    by_selector = f"(has(object.spec.nodeSelector) && {keys}.exists(k, k in object.spec.nodeSelector))"
+    by_affinity = (
+        f"(has(object.spec.affinity) && has(object.spec.affinity.nodeAffinity) && has({required}) && "
+        f"{required}.nodeSelectorTerms.all(t, has(t.matchExpressions) && "
+        f"t.matchExpressions.exists(e, e.key in {keys} && e.operator == 'In')))"
+    )
+    return f"!{asks_any(GPU_RESOURCES)} || {by_selector} || {by_affinity}"
+
+
 def isolation_policy(team: TeamConfig) -> list[dict[str, Any]]:
     """A ValidatingAdmissionPolicy + binding keeping a team's pods within what the stack gave the team: no priority
     above its tier, no pool outside its own.
@@ -346,7 +361,8 @@ def isolation_policy(team: TeamConfig) -> list[dict[str, Any]]:
     Priority: the Priority plugin resolves `spec.priority` from the pod's class before any validating admission,
     so comparing the number covers every class, gpushare's and system-node-critical alike; without it a team picks
     a higher class and preempts other teams. Pools: quotas count resources, not pools (one vGPU quota covers every
-    HAMi pool), so without it a team selects another team's pool and fills it."""
+    HAMi pool), so without it a team selects another team's pool and fills it; a GPU pod must select a pool, or
+    Karpenter may put it on any pool whose taint it tolerates."""
     value, _ = PRIORITIES[team.priority]
     name = f"gpushare-{team.name}-isolation"
     pools = ", ".join(team.pools)
@@ -370,6 +386,12 @@ def isolation_policy(team: TeamConfig) -> list[dict[str, Any]]:
                         "expression": _pool_selectors_within(team.pools),
                         "message": f"{' and '.join(POOL_SELECTOR_KEYS)} may select only pools of team {team.name} "
                         f"({pools}), in nodeSelector or with operator In in required node affinity",
+                        "reason": "Forbidden",
+                    },
+                    {
+                        "expression": _selects_a_pool(team.pools),
+                        "message": f"a pod asking GPUs must select its pool, one of team {team.name}'s ({pools}): "
+                        f"nodeSelector {names.POOL_LABEL}: <pool>",
                         "reason": "Forbidden",
                     },
                 ],

@@ -45,12 +45,15 @@ def _listed(value: Any) -> list[Any]:
 
 
 def _bounds(policies: list[Resource], resource: str) -> list[tuple[Resource, str]]:
-    """(policy, expression) of every validation that compares `resource` with a quantity."""
+    """(policy, expression) of every validation that compares `resource` with a quantity: one that reads it from a
+    container (`...['<resource>']`) and calls quantity(), not one that only lists it among others."""
     return [
-        (policy, str(validation.get("expression")))
+        (policy, expression)
         for policy in policies
         for validation in _listed(policy.get("spec", "validations"))
-        if isinstance(validation, dict) and f"'{resource}'" in str(validation.get("expression"))
+        if isinstance(validation, dict)
+        and f"['{resource}']" in (expression := str(validation.get("expression")))
+        and "quantity(" in expression
     ]
 
 

@@ -289,7 +289,7 @@ def test_isolation_policy_caps_priority_at_the_tier_and_pools_at_the_team(prod):
     allowed are exactly its own, by both pool labels (the CEL itself runs in `make admission-test`)."""
     for team in prod.teams:
         policy, binding = tenancy.isolation_policy(team)
-        priority, pools = policy["spec"]["validations"]
+        priority, pools, selected = policy["spec"]["validations"]
         assert priority["expression"].endswith(f"object.spec.priority <= {tenancy.PRIORITIES[team.priority][0]}")
         other_pools = [p.name for p in prod.pools if p.name not in team.pools]
         assert other_pools, "the check needs a pool the team does not have"
@@ -297,6 +297,7 @@ def test_isolation_policy_caps_priority_at_the_tier_and_pools_at_the_team(prod):
             assert f"'{key}'" in pools["expression"]
         assert all(f"'{p}'" in pools["expression"] for p in team.pools)
         assert not any(f"'{p}'" in pools["expression"] for p in other_pools)
+        assert selected["expression"].startswith(f"!{tenancy.asks_any(tenancy.GPU_RESOURCES)} || ")
         assert policy["spec"]["failurePolicy"] == "Fail"
         assert binding["spec"]["validationActions"] == ["Deny"]
         assert binding["spec"]["matchResources"]["namespaceSelector"] == tenancy.namespace_selector(team)
