@@ -37,6 +37,7 @@ class Statement:
     resources: tuple[str, ...]
     condition: dict[str, Any]
     principal: Any
+    inverted: tuple[str, ...]  # NotAction, NotResource, NotPrincipal: present keys grant all but what they list
 
     @property
     def shown(self) -> str:
@@ -87,6 +88,7 @@ def statements(resource: Resource, key: str = "policy") -> list[Statement]:
             resources=_listed(s.get("Resource")),
             condition=s.get("Condition") if isinstance(s.get("Condition"), dict) else {},
             principal=s.get("Principal"),
+            inverted=tuple(key for key in ("NotAction", "NotResource", "NotPrincipal") if key in s),
         )
         for index, s in enumerate(listed)
         if isinstance(s, dict)

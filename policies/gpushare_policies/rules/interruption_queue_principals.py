@@ -19,6 +19,8 @@ SENDERS = ("events.amazonaws.com", "sqs.amazonaws.com")
 
 def _principals(principal: Any) -> list[str]:
     """Every principal a statement names, `*` for anyone, services as their names."""
+    if principal is None:
+        return []
     if principal == "*":
         return ["*"]
     if not isinstance(principal, dict):
@@ -36,6 +38,8 @@ def check_queue(view: StackView, _config: None) -> Iterator[Finding]:
             if statement.effect != "Allow":
                 continue
             others = [p for p in _principals(statement.principal) if p not in SENDERS]
+            if "NotPrincipal" in statement.inverted:
+                others.append("NotPrincipal (everyone it does not list)")
             if others:
                 yield finding(
                     policy,

@@ -45,6 +45,12 @@ def _owned(statement: Statement, side: str, cluster: str) -> bool:
 
 def _statement_problems(statement: Statement, cluster: str, node_roles: set[str]) -> Iterator[tuple[str, str, str]]:
     """(value shown, problem, fix) for one Allow statement."""
+    if statement.inverted:
+        yield (
+            ", ".join(statement.inverted),
+            "an Allow with NotAction or NotResource grants everything it does not list",
+            "list the actions and resources granted (Action, Resource)",
+        )
     wild = [a for a in statement.actions if "*" in a or "?" in a]
     if wild:
         yield (

@@ -9,11 +9,12 @@ import pytest
 from tests.policies.rules.breaking import caught
 
 
-def principal(value):
+def principal(value, key="Principal"):
     def apply(resources):
         [policy] = [r["inputs"] for r in resources if r["type"] == "aws:sqs/queuePolicy:QueuePolicy"]
         document = json.loads(policy["policy"])
-        document["Statement"][0]["Principal"] = value
+        document["Statement"][0].pop("Principal")
+        document["Statement"][0][key] = value
         policy["policy"] = json.dumps(document)
 
     return apply
@@ -32,6 +33,11 @@ CASES = {
         "interruption-queue-principals",
         principal({"Service": "events.amazonaws.com", "AWS": "arn:aws:iam::111122223333:root"}),
         [f'{SUBJECT} is "AWS:arn:aws:iam::111122223333:root"', "drained"],
+    ),
+    "everyone but a listed principal may send": (
+        "interruption-queue-principals",
+        lambda r: principal({"Service": "events.amazonaws.com"}, key="NotPrincipal")(r),
+        [f'{SUBJECT} is "NotPrincipal (everyone it does not list)"'],
     ),
     "another service may send": (
         "interruption-queue-principals",

@@ -103,6 +103,11 @@ CASES = {
         edit("AllowRegionalReadActions", set_key("Action", ["ec2:Describe*", "ec2:Terminate*"])),
         ['(AllowRegionalReadActions) is "ec2:TerminateInstances"', "is not limited to resources tagged"],
     ),
+    "NotAction grants the rest": (
+        "karpenter-iam-scoped",
+        edit("AllowPricingReadActions", lambda s: s.__setitem__("NotAction", s.pop("Action"))),
+        ['(AllowPricingReadActions) is "NotAction"', "grants everything it does not list"],
+    ),
     "wildcard action": (
         "karpenter-iam-scoped",
         edit("AllowRegionalReadActions", set_key("Action", "ec2:*")),
