@@ -178,6 +178,17 @@ BAD_CONFIG = [
         "provide (whole nodes within their maxGpus); allowed: at most 8",
     ),
     (
+        "time-sliced pool listed with no replica quota",
+        _set("gpushare:teams.0.quota.sharedGpus", 0),
+        "gpushare:teams[0].quota.sharedGpus: 0, but the team lists pools g6-timeslice, whose every pod asks "
+        "nvidia.com/gpu.shared: none would ever be admitted; allowed: 1 or more, or drop those pools from the team",
+    ),
+    (
+        "HAMi pool listed with no vGPU quota",
+        _set("gpushare:teams.1.quota.gpus", 0),
+        "gpushare:teams[1].quota.gpus: 0, but the team lists pools g4dn-shared, whose every pod asks nvidia.com/gpu",
+    ),
+    (
         "bad pool name",
         _set("gpushare:pools.0.name", "G5_Shared"),
         "gpushare:pools[0].name: String should match pattern",

@@ -49,6 +49,9 @@ EXPECTED = [
     ("team-per-gpu-limit-enforced", "mandatory"),
     ("hami-pool-one-gpu-count", "advisory"),
     ("eks-standard-support-ending", "advisory"),
+    ("nvidia-timeslice-config-valid", "mandatory"),
+    ("team-quota-admits-its-pools", "mandatory"),
+    ("gpu-pools-tainted", "mandatory"),
 ]
 
 
