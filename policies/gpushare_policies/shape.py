@@ -54,6 +54,15 @@ _TEMPLATE = {
     "metadata.annotations": "obj",
     "metadata.annotations.*": "str",
 }
+# A metav1.LabelSelector, relative to where it sits.
+_LABEL_SELECTOR = {
+    "": "obj",
+    ".matchLabels": "obj",
+    ".matchLabels.*": "str",
+    ".matchExpressions[]": "obj",
+    ".matchExpressions[].key": "str",
+    ".matchExpressions[].values[]": "str",
+}
 # Per resource type: path -> kind. `a[]` walks each item of list a; `a.*` each value of object a.
 SHAPES: Final[dict[str, dict[str, str]]] = {
     NODE_POOL: {
@@ -153,6 +162,12 @@ SHAPES: Final[dict[str, dict[str, str]]] = {
         "values.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[]"
         ".matchExpressions[]": "obj",
     },
+    f"kubernetes:{names.MONITORING_API}:PrometheusRule": {
+        **_TEMPLATE,
+        "spec": "obj",
+        "spec.groups[]": "obj",
+        "spec.groups[].rules[]": "obj",
+    },
     f"kubernetes:{names.MONITORING_API}:ServiceMonitor": {
         **_TEMPLATE,
         "spec": "obj",
@@ -176,6 +191,11 @@ SHAPES: Final[dict[str, dict[str, str]]] = {
             "spec.policyName": "str",
             "spec.matchConstraints": "obj",
             "spec.matchResources": "obj",
+            **{
+                f"spec.{match}.namespaceSelector{path}": kind
+                for match in ("matchConstraints", "matchResources")
+                for path, kind in _LABEL_SELECTOR.items()
+            },
             "spec.mutations[]": "obj",
             "spec.mutations[].applyConfiguration": "obj",
             "spec.mutations[].applyConfiguration.expression": "str",

@@ -52,6 +52,8 @@ EXPECTED = [
     ("nvidia-timeslice-config-valid", "mandatory"),
     ("team-quota-admits-its-pools", "mandatory"),
     ("gpu-pools-tainted", "mandatory"),
+    ("monitoring-alerts-see-metrics", "mandatory"),
+    ("monitoring-alerts-can-fire", "mandatory"),
 ]
 
 
