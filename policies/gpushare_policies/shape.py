@@ -161,6 +161,12 @@ SHAPES: Final[dict[str, dict[str, str]]] = {
         "values.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[]": "obj",
         "values.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[]"
         ".matchExpressions[]": "obj",
+        **{
+            f"values.prometheus.prometheusSpec.{kind}{selector}{path}": shape
+            for kind in ("rule", "serviceMonitor")
+            for selector in ("Selector", "NamespaceSelector")
+            for path, shape in _LABEL_SELECTOR.items()
+        },
     },
     f"kubernetes:{names.MONITORING_API}:PrometheusRule": {
         **_TEMPLATE,

@@ -54,6 +54,7 @@ EXPECTED = [
     ("gpu-pools-tainted", "mandatory"),
     ("monitoring-alerts-see-metrics", "mandatory"),
     ("monitoring-alerts-can-fire", "mandatory"),
+    ("prometheus-selects-stack-objects", "mandatory"),
 ]
 
 
