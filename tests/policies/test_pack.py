@@ -55,6 +55,8 @@ EXPECTED = [
     ("monitoring-alerts-see-metrics", "mandatory"),
     ("monitoring-alerts-can-fire", "mandatory"),
     ("prometheus-selects-stack-objects", "mandatory"),
+    ("monitoring-uis-not-exposed", "mandatory"),
+    ("monitoring-storage-class-exists", "mandatory"),
 ]
 
 
