@@ -179,6 +179,9 @@ SHAPES: Final[dict[str, dict[str, str]]] = {
         "spec": "obj",
         "spec.namespaceSelector": "obj",
         "spec.namespaceSelector.matchNames[]": "str",
+        **{f"spec.selector{path}": kind for path, kind in _LABEL_SELECTOR.items()},
+        "spec.endpoints[]": "obj",
+        "spec.endpoints[].port": "str",
     },
     NAMESPACE: {**_TEMPLATE},
     "kubernetes:core/v1:LimitRange": {
