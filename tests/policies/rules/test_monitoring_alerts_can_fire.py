@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.policies.helpers import find, messages, resources_of
-from tests.policies.rules.breaking import caught, release, set_at
+from tests.policies.helpers import messages, resources_of
+from tests.policies.rules.breaking import alert_rule, caught, release, set_at
 
 RULE = "monitoring-alerts-can-fire"
 QUOTA_RATIO = (
@@ -13,13 +13,8 @@ QUOTA_RATIO = (
 )
 
 
-def _rule(resources, alert):
-    rules = find(resources, "PrometheusRule", "gpushare-gpu")["spec"]["groups"][0]["rules"]
-    return next(rule for rule in rules if rule["alert"] == alert)
-
-
 def _set(alert, **fields):
-    return lambda r: _rule(r, alert).update(fields)
+    return lambda r: alert_rule(r, alert).update(fields)
 
 
 # (policy, change, every fragment one message must contain), on the prod plan
@@ -71,5 +66,5 @@ def test_one_broken_field_is_caught(plans, case):
 
 def test_a_percentage_threshold_within_range_passes(plans):
     resources = resources_of(plans["prod"])
-    _rule(resources, "GpuTeamQuotaHigh").update(expr=f"100 * {QUOTA_RATIO} > 99")
+    alert_rule(resources, "GpuTeamQuotaHigh").update(expr=f"100 * {QUOTA_RATIO} > 99")
     assert messages(resources, RULE) == []

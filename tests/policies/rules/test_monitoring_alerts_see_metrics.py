@@ -4,20 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from tests.policies.helpers import find, messages, resources_of
-from tests.policies.rules.breaking import caught
+from tests.policies.helpers import messages, resources_of
+from tests.policies.rules.breaking import alert_rule, caught
 
 RULE = "monitoring-alerts-see-metrics"
 SUBJECT = "PrometheusRule gpushare-gpu: spec.groups[0].rules"
 
 
-def _rule(resources, alert):
-    rules = find(resources, "PrometheusRule", "gpushare-gpu")["spec"]["groups"][0]["rules"]
-    return next(rule for rule in rules if rule["alert"] == alert)
-
-
 def _expr(alert, expr):
-    return lambda r: _rule(r, alert).update(expr=expr)
+    return lambda r: alert_rule(r, alert).update(expr=expr)
 
 
 # (policy, change, every fragment one message must contain), on the prod plan
@@ -61,5 +56,5 @@ def test_one_broken_field_is_caught(plans, case):
 def test_quota_names_keep_their_dots_and_slashes(plans):
     """kube_resourcequota is not sanitized: `resource=~"requests.nvidia.com/.+"` there is right and passes."""
     resources = resources_of(plans["prod"])
-    assert 'resource=~"requests.nvidia.com/.+"' in _rule(resources, "GpuTeamQuotaHigh")["expr"]
+    assert 'resource=~"requests.nvidia.com/.+"' in alert_rule(resources, "GpuTeamQuotaHigh")["expr"]
     assert messages(resources, RULE) == []

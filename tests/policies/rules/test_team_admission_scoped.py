@@ -9,13 +9,9 @@ from tests.policies.rules.breaking import (
     INFERENCE_NODE_POLICY,
     caught,
     delete_at,
+    name_in,
     set_at,
 )
-
-
-def _name_in(*namespaces):
-    return {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In", "values": list(namespaces)}]}
-
 
 # (policy, change, every fragment one message must contain), on the dev plan
 CASES = {
@@ -43,7 +39,7 @@ CASES = {
         lambda r: set_at(
             find(r, "MutatingAdmissionPolicyBinding", INFERENCE_NODE_POLICY),
             ["spec", "matchResources", "namespaceSelector"],
-            _name_in("inference", "ml-research"),
+            name_in("inference", "ml-research"),
         ),
         [
             f"MutatingAdmissionPolicyBinding {INFERENCE_NODE_POLICY}: matchResources must select only namespace "
@@ -55,7 +51,7 @@ CASES = {
         lambda r: set_at(
             find(r, "MutatingAdmissionPolicy", INFERENCE_NODE_POLICY),
             ["spec", "matchConstraints", "namespaceSelector"],
-            {**_name_in("inference"), "matchLabels": {"tier": "gold"}},
+            {**name_in("inference"), "matchLabels": {"tier": "gold"}},
         ),
         [f"MutatingAdmissionPolicy {INFERENCE_NODE_POLICY}: matchConstraints must select only namespace inference"],
     ),
@@ -81,5 +77,5 @@ def test_selecting_the_team_by_match_expressions_is_the_same_set_and_passes(plan
         ("MutatingAdmissionPolicy", ["spec", "matchConstraints", "namespaceSelector"]),
         ("MutatingAdmissionPolicyBinding", ["spec", "matchResources", "namespaceSelector"]),
     ):
-        set_at(find(resources, kind, INFERENCE_NODE_POLICY), path, _name_in("inference"))
+        set_at(find(resources, kind, INFERENCE_NODE_POLICY), path, name_in("inference"))
     assert messages(resources, "team-admission-scoped") == []

@@ -9,13 +9,9 @@ from tests.policies.helpers import drop, find, messages, resources_of
 from tests.policies.rules.breaking import (
     PER_GPU,
     caught,
+    name_in,
     set_at,
 )
-
-
-def _name_in(*namespaces):
-    return {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In", "values": list(namespaces)}]}
-
 
 # (policy, change, every fragment one message must contain), on the dev plan
 CASES = {
@@ -29,7 +25,7 @@ CASES = {
         lambda r: set_at(
             find(r, "ValidatingAdmissionPolicyBinding", PER_GPU),
             ["spec", "matchResources", "namespaceSelector"],
-            _name_in("inference", "analytics"),
+            name_in("inference", "analytics"),
         ),
         ["Namespace inference: no ValidatingAdmissionPolicy bound with Deny"],
     ),
@@ -80,6 +76,6 @@ def test_a_binding_selecting_the_team_by_match_expressions_enforces_the_limit(pl
     set_at(
         find(resources, "ValidatingAdmissionPolicyBinding", PER_GPU),
         ["spec", "matchResources", "namespaceSelector"],
-        _name_in("inference"),
+        name_in("inference"),
     )
     assert messages(resources, "team-per-gpu-limit-enforced") == []
