@@ -123,28 +123,54 @@ class NvidiaPlugin:
         replicas.go); [] for a config it loads as written."""
         document = self.configs.get(config_name)
         if not isinstance(document, dict):
-            return [("", document, "not a YAML mapping: the plugin cannot parse it and does not start")]
+            return [
+                ("", document, "not a YAML mapping: the plugin cannot parse it, does not start and registers no GPU")
+            ]
         problems: list[tuple[str, Any, str]] = []
         version = document.get("version")
         if version not in (None, "", CONFIG_VERSION):
-            problems.append(("version", version, f"unknown version: the plugin knows only {CONFIG_VERSION}"))
+            problems.append(
+                (
+                    "version",
+                    version,
+                    f"unknown version: the plugin knows only {CONFIG_VERSION}, does not start and registers no GPU",
+                )
+            )
         sharing = document.get("sharing")
         slicing = sharing.get("timeSlicing") if isinstance(sharing, dict) else None
         if slicing is None:
             return problems
         key = "sharing.timeSlicing"
         if not isinstance(slicing, dict):
-            return [*problems, (key, slicing, "not a mapping: the plugin cannot parse it and does not start")]
+            return [
+                *problems,
+                (key, slicing, "not a mapping: the plugin cannot parse it, does not start and registers no GPU"),
+            ]
         by_default = slicing.get("renameByDefault")
         if by_default is not None and not isinstance(by_default, bool):
-            problems.append((f"{key}.renameByDefault", by_default, "not a boolean: the plugin does not start"))
+            problems.append(
+                (f"{key}.renameByDefault", by_default, "not a boolean: the plugin does not start and registers no GPU")
+            )
         resources = slicing.get("resources")
         if not isinstance(resources, list) or not resources:
-            return [*problems, (f"{key}.resources", resources, "no resources specified: the plugin does not start")]
+            return [
+                *problems,
+                (
+                    f"{key}.resources",
+                    resources,
+                    "no resources specified: the plugin does not start and registers no GPU",
+                ),
+            ]
         for index, entry in enumerate(resources):
             where = f"{key}.resources[{index}]"
             if not isinstance(entry, dict) or not entry.get("name"):
-                problems.append((f"{where}.name", None, "no resource name specified: the plugin does not start"))
+                problems.append(
+                    (
+                        f"{where}.name",
+                        None,
+                        "no resource name specified: the plugin does not start and registers no GPU",
+                    )
+                )
                 continue
             replicas = entry.get("replicas")
             if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < MIN_REPLICAS:
@@ -152,7 +178,8 @@ class NvidiaPlugin:
                     (
                         f"{where}.replicas",
                         replicas,
-                        f"the plugin refuses it (number of replicas must be >= {MIN_REPLICAS}) and does not start",
+                        f"the plugin refuses it (number of replicas must be >= {MIN_REPLICAS}), does not start and "
+                        "registers no GPU",
                     )
                 )
             rename, shared = entry.get("rename"), str(entry["name"]) + SHARED_SUFFIX

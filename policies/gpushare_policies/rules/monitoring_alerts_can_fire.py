@@ -15,6 +15,12 @@ from ..stack import StackView
 CHART_DEFAULT_RETENTION = "10d"
 
 
+# What a wait beyond the retention does: Prometheus restores a pending alert after a restart (any upgrade or
+# reschedule) only from the samples it kept, and a range reads only what is kept.
+_FOR = "every restart in between starts the wait again from what is kept, so in practice it never fires"
+_RANGE = "the expression sees only the retained part of that window, less history than it states"
+
+
 def _retention(view: StackView) -> tuple[str, float] | None:
     """The stack's own Prometheus retention (None when the stack uses an existing Prometheus)."""
     release = view.release(names.KUBE_PROMETHEUS_STACK_CHART)
@@ -48,14 +54,14 @@ def check_alerts_can_fire(view: StackView, _config: None) -> Iterator[Finding]:
         if retention is None:
             continue
         given, kept = retention
-        waits = [("for", rule.for_, seconds(rule.for_))] if rule.for_ else []
-        waits += [("a range of", duration(w), w) for w in windows(tree)]
-        for what, shown, wait in waits:
+        waits = [("for", rule.for_, seconds(rule.for_), _FOR)] if rule.for_ else []
+        waits += [("a range of", duration(w), w, _RANGE) for w in windows(tree)]
+        for what, shown, wait, effect in waits:
             if wait is not None and wait > kept:
                 yield finding_about(
                     rule.resource,
                     f"{subject} needs {what} {shown}, longer than the {given} the stack's Prometheus keeps samples "
-                    "(kube-prometheus-stack prometheusSpec.retention): the condition can never be seen that long",
+                    f"(kube-prometheus-stack prometheusSpec.retention): {effect}",
                     f"shorten it below {given} or raise gpushare:monitoring.retention",
                 )
 

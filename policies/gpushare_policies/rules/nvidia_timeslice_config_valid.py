@@ -23,7 +23,7 @@ def check_timeslice_config(view: StackView, _config: None) -> Iterator[Finding]:
                 nvidia.resource,
                 f'values.config.map["{config_name}"]{" " + key if key else ""}',
                 value,
-                f"{problem}; every node given config {config_name} then registers no GPU",
+                f"{problem} on the nodes given config {config_name}",
                 f"write it as the plugin's v1 config (time-slicing: resources [{{name: {names.GPU}, replicas: >= "
                 f"{MIN_REPLICAS}}}], renameByDefault: true, no rename; gpushare renders timeslice-<replicas> so)",
             )
