@@ -187,8 +187,6 @@ def _binary_bounds(node: Any) -> tuple[float, float]:
         if op == "/" and right[0] <= 0 <= right[1]:
             return UNBOUNDED
         combine = {"+": float.__add__, "-": float.__sub__, "*": float.__mul__, "/": float.__truediv__}[op]
-        if op == "-":
-            right = (right[1], right[0])
         values = [combine(float(x), float(y)) for x in left for y in right]
         return min(values), max(values)
     if op in ("*", "/") and isinstance(node.rhs, pql.NumberLiteral) and node.rhs.val > 0:
@@ -209,8 +207,8 @@ def dead_comparisons(tree: Any) -> list[tuple[str, float, tuple[float, float]]]:
     for node in walk(tree):
         if not isinstance(node, pql.BinaryExpr) or str(node.op) not in COMPARISONS:
             continue
-        if not isinstance(node.rhs, pql.NumberLiteral):
-            continue
+        if not isinstance(node.rhs, pql.NumberLiteral) or (node.modifier and node.modifier.return_bool):
+            continue  # only a filter against a number can drop every sample; `bool` keeps them all as 0/1
         low, high = bounds(node.lhs)
         threshold = node.rhs.val
         never = {
