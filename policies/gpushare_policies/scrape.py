@@ -5,8 +5,9 @@ port names. Written down from the chart templates (never rendered here):
   `monitorport` -> 9394; only with devicePlugin.enabled), neither with dra.enabled; labels
   app.kubernetes.io/component (hami-scheduler, hami-device-plugin), the chart's labels (_helpers.tpl
   hami-vgpu.labels: name, instance, managed-by) and `<component>.service.labels`.
-- Karpenter (aws/karpenter-provider-aws charts/karpenter/templates/service.yaml, v1.14-1.15): Service
-  `<fullname>` with karpenter.labels (name, instance, managed-by) and port `http-metrics` (controller.metrics.port).
+- Karpenter (aws/karpenter-provider-aws charts/karpenter/templates/service.yaml and _helpers.tpl, v1.14-1.15):
+  Service `karpenter` with karpenter.labels (name, instance, managed-by and values.additionalLabels) and ports
+  `http-metrics` and `https-webhook`.
 """
 
 from __future__ import annotations
@@ -73,8 +74,11 @@ def chart_services(view: StackView) -> list[ChartService]:
                 release,
                 "Karpenter controller",
                 str(release.get("namespace") or "default"),
-                _chart_labels(release, names.KARPENTER_CHART),
-                ("http-metrics",),
+                {
+                    **_chart_labels(release, names.KARPENTER_CHART),
+                    **_strings(release.get("values", "additionalLabels")),
+                },
+                ("http-metrics", "https-webhook"),
             )
         )
     return services
