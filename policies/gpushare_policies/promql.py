@@ -4,6 +4,7 @@ greatest value each comparison can see."""
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Iterator
@@ -18,6 +19,7 @@ from gpushare import metrics
 from .stack import Resource, StackView
 
 PROMETHEUS_RULE = "kubernetes:monitoring.coreos.com/v1:PrometheusRule"
+CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
 UNBOUNDED = (-math.inf, math.inf)
 # Functions and aggregations whose result lies within the values of their first vector argument.
 _WITHIN_INPUT = frozenset(
@@ -48,6 +50,25 @@ def alert_rules(view: StackView) -> Iterator[AlertRule]:
                 if isinstance(rule, dict) and isinstance(rule.get("expr"), str):
                     name = str(rule.get("alert") or rule.get("record") or f"rule {r}")
                     yield AlertRule(resource, f"spec.groups[{g}].rules[{r}]", name, rule["expr"], rule.get("for"))
+
+
+def dashboard_queries(view: StackView) -> Iterator[AlertRule]:
+    """The PromQL of every Grafana dashboard the stack ships in a ConfigMap (recognised by its content: JSON with
+    panels whose targets have an `expr`, whatever the sidecar label), as rules without a `for`."""
+    for resource in view.of_type(CONFIG_MAP):
+        data = resource.get("data")
+        for key, text in sorted(data.items()) if isinstance(data, dict) else ():
+            try:
+                dashboard = json.loads(text) if isinstance(text, str) else None
+            except ValueError:
+                continue
+            panels = dashboard.get("panels") if isinstance(dashboard, dict) else None
+            for p, panel in enumerate(panels if isinstance(panels, list) else []):
+                targets = panel.get("targets") if isinstance(panel, dict) else None
+                for t, target in enumerate(targets if isinstance(targets, list) else []):
+                    if isinstance(target, dict) and isinstance(target.get("expr"), str):
+                        where = f'data["{key}"] panels[{p}].targets[{t}]'
+                        yield AlertRule(resource, where, str(panel.get("title") or f"panel {p}"), target["expr"], None)
 
 
 def parse(expr: str) -> tuple[Any, str | None]:

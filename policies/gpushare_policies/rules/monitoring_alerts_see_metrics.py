@@ -1,5 +1,5 @@
-"""Every alert and recording rule of the stack's PrometheusRules parses, reads only metrics some component of the
-stack exports, and spells label values as the exporter writes them."""
+"""Every alert and recording rule of the stack's PrometheusRules, and every query of its Grafana dashboards, parses,
+reads only metrics some component of the stack exports, and spells label values as the exporter writes them."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import promql_parser as pql
 
 from gpushare import metrics
 
-from ..promql import alert_rules, metric_name, parse, selectors
+from ..promql import PROMETHEUS_RULE, alert_rules, dashboard_queries, metric_name, parse, selectors
 from ..rule import Finding, Rule, finding_about
 from ..stack import StackView
 
@@ -24,13 +24,16 @@ def _sanitized(value: str) -> str:
 
 def check_alerts_see_metrics(view: StackView, _config: None) -> Iterator[Finding]:
     known, sanitized = metrics.known_metrics(), metrics.sanitized_labels()
-    for rule in alert_rules(view):
+    for rule in (*alert_rules(view), *dashboard_queries(view)):
         subject = f"{rule.where} ({rule.name})"
+        is_rule = rule.resource.type == PROMETHEUS_RULE
+        effect = "the alert never fires" if is_rule else "the panel stays empty"
         tree, error = parse(rule.expr)
         if tree is None:
             yield finding_about(
                 rule.resource,
-                f"{subject}.expr does not parse as PromQL ({error}): Prometheus refuses the whole rule group",
+                f"{subject}.expr does not parse as PromQL ({error}): "
+                + ("Prometheus refuses the whole rule group" if is_rule else "the panel shows an error"),
                 "write the expression as PromQL (`make rules-test` checks it with promtool)",
             )
             continue
@@ -40,7 +43,7 @@ def check_alerts_see_metrics(view: StackView, _config: None) -> Iterator[Finding
                 yield finding_about(
                     rule.resource,
                     f"{subject} reads metric {name}, which no component of the stack exports ({CATALOGUE} lists what "
-                    "each pinned exporter does): the series never exists, so the alert never fires",
+                    f"each pinned exporter does): the series never exists, so {effect}",
                     f"use a metric listed in {CATALOGUE}, or list the exporter's metric there with its source",
                 )
             for matcher in selector.matchers.matchers:
@@ -54,7 +57,7 @@ def check_alerts_see_metrics(view: StackView, _config: None) -> Iterator[Finding
                         rule.resource,
                         f'{subject} matches {name}{{{matcher.name}{_op(matcher)}"{matcher.value}"}}, but '
                         f"kube-state-metrics writes that label sanitized (every character outside [a-zA-Z0-9_] as _): "
-                        "the selector matches nothing, so the alert never fires",
+                        f"the selector matches nothing, so {effect}",
                         f'write {matcher.name}{_op(matcher)}"{fixed}"',
                     )
 
@@ -70,7 +73,8 @@ def _op(matcher: pql.Matcher) -> str:
 RULE = Rule(
     name="monitoring-alerts-see-metrics",
     order=64,
-    description="Every PrometheusRule expression parses, reads only metrics a component of the stack exports "
+    description="Every PrometheusRule expression and dashboard query parses, reads only metrics a component of "
+    "the stack exports "
     f"({CATALOGUE}), and matches kube-state-metrics' sanitized resource names (nvidia_com_gpu, not nvidia.com/gpu).",
     why="An expression over a metric nobody exports, or a label value spelled the Kubernetes way where the exporter "
     "sanitizes it, selects nothing: the alert is loaded, green, and can never fire.",

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from tests.policies.helpers import messages, resources_of
+from tests.policies.helpers import find, messages, resources_of
 from tests.policies.rules.breaking import alert_rule, caught
 
 RULE = "monitoring-alerts-see-metrics"
@@ -13,6 +15,14 @@ SUBJECT = "PrometheusRule gpushare-gpu: spec.groups[0].rules"
 
 def _expr(alert, expr):
     return lambda r: alert_rule(r, alert).update(expr=expr)
+
+
+def _dashboard_query(resources, panel, expr):
+    """Replace the first query of a panel of the stack's dashboard ConfigMap."""
+    data = find(resources, "ConfigMap", "gpushare-gpu-dashboard")["data"]
+    dashboard = json.loads(data["gpushare-gpus.json"])
+    dashboard["panels"][panel]["targets"][0]["expr"] = expr
+    data["gpushare-gpus.json"] = json.dumps(dashboard)
 
 
 # (policy, change, every fragment one message must contain), on the prod plan
@@ -39,6 +49,15 @@ CASES = {
         RULE,
         _expr("GpuPodPending", 'kube_node_status_allocatable{resource=~"nvidia.com/.+"} > 0'),
         ['resource=~"nvidia.com/.+"', 'write resource=~"nvidia.com_.+"'],
+    ),
+    "dashboard query over a metric nobody exports": (
+        RULE,
+        lambda r: _dashboard_query(r, 0, "sum(hami_vgpu_count)"),
+        [
+            'ConfigMap gpushare-gpu-dashboard: data["gpushare-gpus.json"] panels[0].targets[0]',
+            "reads metric hami_vgpu_count",
+            "the panel stays empty",
+        ],
     ),
     "does not parse": (
         RULE,
