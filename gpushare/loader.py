@@ -101,6 +101,7 @@ def check_references(config: StackConfig, catalog: Catalog, today: date) -> None
             problems.check(_check_quota, config, i, team)
             problems.check(_check_quota_admits_pools, config, i, team)
             problems.check(_check_admission, config, i, team)
+    problems.check(_check_alert_waits, config)
     for i, pool in enumerate(config.pools):
         if pool.name not in used:
             problems.errors.append(
@@ -187,6 +188,29 @@ def _check_admission(config: StackConfig, index: int, team: TeamConfig) -> None:
                 f"true but pools {', '.join(lacking)} offer no spot capacity; allowed: only pools whose "
                 "capacityTypes include spot",
             )
+
+
+_RETENTION_UNIT_MINUTES = {"h": 60, "d": 1440, "w": 10080}
+
+
+def _check_alert_waits(config: StackConfig) -> None:
+    """An alert that must hold longer than the stack's own Prometheus keeps samples restarts its wait from what is
+    kept after every Prometheus restart: in practice it never fires."""
+    monitoring = config.monitoring
+    if not monitoring.enabled or monitoring.existing_prometheus is not None:
+        return
+    kept = int(monitoring.retention[:-1]) * _RETENTION_UNIT_MINUTES[monitoring.retention[-1]]
+    errors = [
+        ConfigError(
+            f"{PROJECT}:monitoring.alerts.{field.alias}",
+            f"{minutes} minutes is longer than gpushare:monitoring.retention {monitoring.retention} ({kept} minutes): "
+            f"the alert could never fire; allowed: at most {kept}, or a longer retention",
+        )
+        for name, field in type(monitoring.alerts).model_fields.items()
+        if name.endswith("_minutes") and (minutes := getattr(monitoring.alerts, name)) > kept
+    ]
+    if errors:
+        raise ConfigErrors(errors)
 
 
 def _check_quota_admits_pools(config: StackConfig, index: int, team: TeamConfig) -> None:
