@@ -28,8 +28,8 @@ class NodeShape:
 
 
 def limit_resource(sharing: str) -> str:
-    """The resource a pool's NodePool limit counts: replicas on time-sliced pools, else nvidia.com/gpu (vGPUs on
-    HAMi pools, whose overlays raise it, whole GPUs on exclusive ones)."""
+    """The resource a pool's NodePool limit counts, and every pod placed on the pool asks: replicas on time-sliced
+    pools, else nvidia.com/gpu (vGPUs on HAMi pools, whose overlays raise it, whole GPUs on exclusive ones)."""
     return names.GPU_SHARED if sharing == names.SHARING_TIMESLICE else names.GPU
 
 

@@ -618,16 +618,18 @@ class AlertThresholdsConfig(_Model):
     node_idle_utilization_percent: int = Field(
         default=5,
         alias="nodeIdleUtilizationPercent",
-        ge=0,
+        ge=1,
         le=100,
-        description="Below this average GPU utilization a node counts as idle",
+        description="Below this average GPU utilization a node counts as idle (at least 1: utilization is never below "
+        "0, so 0 could never fire)",
     )
     quota_use_percent: int = Field(
         default=90,
         alias="quotaUsePercent",
         ge=1,
-        le=100,
-        description="A team's GPU ResourceQuota used above this share of its hard limit",
+        le=99,
+        description="A team's GPU ResourceQuota used above this share of its hard limit (at most 99: admission keeps "
+        "use within the limit, so above 100 could never fire)",
     )
     component_down_minutes: int = Field(
         default=5,

@@ -15,10 +15,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from gpushare import compat, eks, names, pins
-from gpushare.capacity import pool_plans, total_supply
+from gpushare.capacity import limit_resource, pool_plans, total_supply
 from gpushare.catalog import Catalog, load_catalog
 from gpushare.config import CONFIG_KEYS, PROJECT, PoolConfig, StackConfig, TeamConfig
-from gpushare.errors import ConfigError, Problems, all_errors, key_path
+from gpushare.errors import ConfigError, ConfigErrors, Problems, all_errors, key_path
 from gpushare.hami import CapacityError, node_capacity
 
 
@@ -99,7 +99,9 @@ def check_references(config: StackConfig, catalog: Catalog, today: date) -> None
         used.update(team.pools)
         if pools_valid and not unknown:
             problems.check(_check_quota, config, i, team)
+            problems.check(_check_quota_admits_pools, config, i, team)
             problems.check(_check_admission, config, i, team)
+    problems.check(_check_alert_waits, config)
     for i, pool in enumerate(config.pools):
         if pool.name not in used:
             problems.errors.append(
@@ -186,6 +188,50 @@ def _check_admission(config: StackConfig, index: int, team: TeamConfig) -> None:
                 f"true but pools {', '.join(lacking)} offer no spot capacity; allowed: only pools whose "
                 "capacityTypes include spot",
             )
+
+
+_RETENTION_UNIT_MINUTES = {"h": 60, "d": 1440, "w": 10080}
+
+
+def _check_alert_waits(config: StackConfig) -> None:
+    """An alert that must hold longer than the stack's own Prometheus keeps samples restarts its wait from what is
+    kept after every Prometheus restart: in practice it never fires."""
+    monitoring = config.monitoring
+    if not monitoring.enabled or monitoring.existing_prometheus is not None:
+        return
+    kept = int(monitoring.retention[:-1]) * _RETENTION_UNIT_MINUTES[monitoring.retention[-1]]
+    errors = [
+        ConfigError(
+            f"{PROJECT}:monitoring.alerts.{field.alias}",
+            f"{minutes} minutes is longer than gpushare:monitoring.retention {monitoring.retention} ({kept} minutes): "
+            f"the alert could never fire; allowed: at most {kept}, or a longer retention",
+        )
+        for name, field in type(monitoring.alerts).model_fields.items()
+        if name.endswith("_minutes") and (minutes := getattr(monitoring.alerts, name)) > kept
+    ]
+    if errors:
+        raise ConfigErrors(errors)
+
+
+def _check_quota_admits_pools(config: StackConfig, index: int, team: TeamConfig) -> None:
+    """A pool listed with a zero quota on the resource its pods ask is a pool the team can never use."""
+    fields = {names.GPU: ("gpus", team.quota.gpus), names.GPU_SHARED: ("sharedGpus", team.quota.shared_gpus)}
+    unusable: dict[str, list[str]] = {}
+    for name in team.pools:
+        field, value = fields[limit_resource(config.pool(name).sharing)]
+        if value == 0:
+            unusable.setdefault(field, []).append(name)
+    errors = [
+        ConfigError(
+            f"{PROJECT}:teams[{index}].quota.{field}",
+            f"0, but the team lists pools {', '.join(pools)}, whose every pod asks "
+            f"{limit_resource(config.pool(pools[0]).sharing)}: none would ever be admitted; allowed: 1 or more, or "
+            "drop those pools from the team",
+        )
+        for field, pools in unusable.items()
+    ]
+    if errors:
+        raise ConfigErrors(errors)
 
 
 def _check_quota(config: StackConfig, index: int, team: TeamConfig) -> None:

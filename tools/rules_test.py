@@ -17,6 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from gpushare import metrics
 from gpushare.files import read_yaml
 from gpushare.loader import load_stack_config
 from gpushare.render import alerts
@@ -54,7 +55,7 @@ def main() -> int:
             [str(bin_dir / "promqlnames")],
             json.dumps(
                 {
-                    "metrics": sorted(alerts.known_metrics()),
+                    "metrics": sorted(metrics.known_metrics()),
                     "expressions": [list(item) for item in alerts.all_expressions(config)],
                 }
             ),

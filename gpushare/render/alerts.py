@@ -9,19 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import Any, Final
 
-import yaml
-
 from gpushare import compat, names
 from gpushare.config import StackConfig
-from gpushare.files import SAFE_LOADER
 from gpushare.render.hami import hami_values
 
 DATA = Path(__file__).resolve().parent.parent / "monitoring"
-METRICS_PATH = DATA / "metrics.yaml"
 # promtool unit tests of the alerts: series that make each one fire (`make rules-test`).
 RULES_TEST_PATH = DATA / "rules-test.yaml"
 
@@ -51,18 +46,8 @@ class Panel:
     exprs: tuple[tuple[str, str], ...]  # (legend, PromQL)
 
 
-@cache
-def metric_catalog() -> dict[str, Any]:
-    """Metric names each pinned component exports, with their source (gpushare/monitoring/metrics.yaml)."""
-    return yaml.load(METRICS_PATH.read_text(), Loader=SAFE_LOADER)
-
-
 # Free memory per GPU from HAMi's scheduler (bytes: cmd/scheduler/metrics.go multiplies its MiB by 1024*1024).
 FREE_GPU_MEMORY = "GPUDeviceMemoryLimit - GPUDeviceMemoryAllocated"
-
-
-def known_metrics() -> frozenset[str]:
-    return frozenset(m for component in metric_catalog().values() for m in component["metrics"])
 
 
 def hami_jobs(config: StackConfig) -> tuple[str, str]:

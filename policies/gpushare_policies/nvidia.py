@@ -15,6 +15,8 @@ from .kube import Pool, requirement_matches, tolerates
 from .stack import Resource, StackView
 
 SHARED_SUFFIX = ".shared"  # renameByDefault: `<name>.shared` (api/config/v1 replicas.go DefaultSharedRename)
+CONFIG_VERSION = "v1"  # api/config/v1 config.go: an empty version means v1, any other is "unknown version"
+MIN_REPLICAS = 2  # api/config/v1 replicas.go ReplicatedResource.UnmarshalJSON: "number of replicas must be >= 2"
 
 
 def is_timeslice_pool(pool: Pool) -> bool:
@@ -111,9 +113,86 @@ class NvidiaPlugin:
                 continue
             replicas = entry.get("replicas")
             if isinstance(replicas, int) and not isinstance(replicas, bool) and replicas > 0:
-                default_name = names.GPU + SHARED_SUFFIX if slicing.get("renameByDefault") is True else names.GPU
-                return str(entry.get("rename") or default_name), replicas
+                # v0.20 main.go calls DisableResourceNamingInConfig: `rename` is ignored, renameByDefault decides.
+                return names.GPU + SHARED_SUFFIX if slicing.get("renameByDefault") is True else names.GPU, replicas
         return None
+
+    def config_problems(self, config_name: str) -> list[tuple[str, Any, str]]:
+        """(key in the config document, its value, what the plugin does with it) for every field of a config in
+        values.config.map that the pinned plugin refuses or ignores (api/config/v1 at v0.20: config.go,
+        replicas.go); [] for a config it loads as written."""
+        document = self.configs.get(config_name)
+        if not isinstance(document, dict):
+            return [
+                ("", document, "not a YAML mapping: the plugin cannot parse it, does not start and registers no GPU")
+            ]
+        problems: list[tuple[str, Any, str]] = []
+        version = document.get("version")
+        if version not in (None, "", CONFIG_VERSION):
+            problems.append(
+                (
+                    "version",
+                    version,
+                    f"unknown version: the plugin knows only {CONFIG_VERSION}, does not start and registers no GPU",
+                )
+            )
+        sharing = document.get("sharing")
+        slicing = sharing.get("timeSlicing") if isinstance(sharing, dict) else None
+        if slicing is None:
+            return problems
+        key = "sharing.timeSlicing"
+        if not isinstance(slicing, dict):
+            return [
+                *problems,
+                (key, slicing, "not a mapping: the plugin cannot parse it, does not start and registers no GPU"),
+            ]
+        by_default = slicing.get("renameByDefault")
+        if by_default is not None and not isinstance(by_default, bool):
+            problems.append(
+                (f"{key}.renameByDefault", by_default, "not a boolean: the plugin does not start and registers no GPU")
+            )
+        resources = slicing.get("resources")
+        if not isinstance(resources, list) or not resources:
+            return [
+                *problems,
+                (
+                    f"{key}.resources",
+                    resources,
+                    "no resources specified: the plugin does not start and registers no GPU",
+                ),
+            ]
+        for index, entry in enumerate(resources):
+            where = f"{key}.resources[{index}]"
+            if not isinstance(entry, dict) or not entry.get("name"):
+                problems.append(
+                    (
+                        f"{where}.name",
+                        None,
+                        "no resource name specified: the plugin does not start and registers no GPU",
+                    )
+                )
+                continue
+            replicas = entry.get("replicas")
+            if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < MIN_REPLICAS:
+                problems.append(
+                    (
+                        f"{where}.replicas",
+                        replicas,
+                        f"the plugin refuses it (number of replicas must be >= {MIN_REPLICAS}), does not start and "
+                        "registers no GPU",
+                    )
+                )
+            rename, shared = entry.get("rename"), str(entry["name"]) + SHARED_SUFFIX
+            if rename and rename != (shared if by_default is True else ""):
+                problems.append(
+                    (
+                        f"{where}.rename",
+                        rename,
+                        f"the plugin ignores it (renaming is disabled): it registers "
+                        f"{shared if by_default is True else entry['name']}, as renameByDefault decides",
+                    )
+                )
+        return problems
 
     def registers(self, labels: dict[str, str], instance_type: str) -> dict[str, int] | None:
         """What a node with these labels registers (None: not in the gpushare catalog)."""

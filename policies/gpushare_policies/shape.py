@@ -54,6 +54,15 @@ _TEMPLATE = {
     "metadata.annotations": "obj",
     "metadata.annotations.*": "str",
 }
+# A metav1.LabelSelector, relative to where it sits.
+_LABEL_SELECTOR = {
+    "": "obj",
+    ".matchLabels": "obj",
+    ".matchLabels.*": "str",
+    ".matchExpressions[]": "obj",
+    ".matchExpressions[].key": "str",
+    ".matchExpressions[].values[]": "str",
+}
 # Per resource type: path -> kind. `a[]` walks each item of list a; `a.*` each value of object a.
 SHAPES: Final[dict[str, dict[str, str]]] = {
     NODE_POOL: {
@@ -152,12 +161,27 @@ SHAPES: Final[dict[str, dict[str, str]]] = {
         "values.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[]": "obj",
         "values.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[]"
         ".matchExpressions[]": "obj",
+        **{
+            f"values.prometheus.prometheusSpec.{kind}{selector}{path}": shape
+            for kind in ("rule", "serviceMonitor")
+            for selector in ("Selector", "NamespaceSelector")
+            for path, shape in _LABEL_SELECTOR.items()
+        },
+    },
+    f"kubernetes:{names.MONITORING_API}:PrometheusRule": {
+        **_TEMPLATE,
+        "spec": "obj",
+        "spec.groups[]": "obj",
+        "spec.groups[].rules[]": "obj",
     },
     f"kubernetes:{names.MONITORING_API}:ServiceMonitor": {
         **_TEMPLATE,
         "spec": "obj",
         "spec.namespaceSelector": "obj",
         "spec.namespaceSelector.matchNames[]": "str",
+        **{f"spec.selector{path}": kind for path, kind in _LABEL_SELECTOR.items()},
+        "spec.endpoints[]": "obj",
+        "spec.endpoints[].port": "str",
     },
     NAMESPACE: {**_TEMPLATE},
     "kubernetes:core/v1:LimitRange": {
@@ -176,6 +200,11 @@ SHAPES: Final[dict[str, dict[str, str]]] = {
             "spec.policyName": "str",
             "spec.matchConstraints": "obj",
             "spec.matchResources": "obj",
+            **{
+                f"spec.{match}.namespaceSelector{path}": kind
+                for match in ("matchConstraints", "matchResources")
+                for path, kind in _LABEL_SELECTOR.items()
+            },
             "spec.mutations[]": "obj",
             "spec.mutations[].applyConfiguration": "obj",
             "spec.mutations[].applyConfiguration.expression": "str",

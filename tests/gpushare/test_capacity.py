@@ -109,7 +109,14 @@ def stack_configs(draw: st.DrawFn) -> dict[str, Any]:
     names_ = [p["name"] for p in pools]
     first = draw(st.lists(st.sampled_from(names_), min_size=1, unique=True))
     teams = [{"name": "team-a", "pools": first}, {"name": "team-b", "pools": names_}]
-    raw["gpushare:pools"], raw["gpushare:teams"] = pools, [{**t, "quota": {"gpus": 0}} for t in teams]
+    sharing = {p["name"]: p["sharing"] for p in pools}
+
+    def asked(team: dict[str, Any]) -> set[str]:
+        """Quota fields the team's pods need above 0 (config refuses a listed pool the quota shuts out)."""
+        return {"sharedGpus" if sharing[p] == "timeslice" else "gpus" for p in team["pools"]}
+
+    raw["gpushare:pools"] = pools
+    raw["gpushare:teams"] = [{**t, "quota": dict.fromkeys(asked(t), 1)} for t in teams]
     try:
         plans = pool_plans(load_stack_config(raw, today=PLAN_DATE))
     except ConfigError:
@@ -117,7 +124,10 @@ def stack_configs(draw: st.DrawFn) -> dict[str, Any]:
     share = draw(st.sampled_from([0.0, 0.5, 1.0]))  # 1.0: exactly what the pools supply, the boundary
     for team in raw["gpushare:teams"]:
         supplied = {r: sum(plans[p].supply[r] for p in team["pools"]) for r in QUOTA_FIELDS.values()}
-        team["quota"] = {field: int(supplied[resource] * share) for field, resource in QUOTA_FIELDS.items()}
+        team["quota"] = {
+            field: max(int(supplied[resource] * share), int(field in asked(team)))
+            for field, resource in QUOTA_FIELDS.items()
+        }
     return raw
 
 

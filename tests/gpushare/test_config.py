@@ -178,6 +178,17 @@ BAD_CONFIG = [
         "provide (whole nodes within their maxGpus); allowed: at most 8",
     ),
     (
+        "time-sliced pool listed with no replica quota",
+        _set("gpushare:teams.0.quota.sharedGpus", 0),
+        "gpushare:teams[0].quota.sharedGpus: 0, but the team lists pools g6-timeslice, whose every pod asks "
+        "nvidia.com/gpu.shared: none would ever be admitted; allowed: 1 or more, or drop those pools from the team",
+    ),
+    (
+        "HAMi pool listed with no vGPU quota",
+        _set("gpushare:teams.1.quota.gpus", 0),
+        "gpushare:teams[1].quota.gpus: 0, but the team lists pools g4dn-shared, whose every pod asks nvidia.com/gpu",
+    ),
+    (
         "bad pool name",
         _set("gpushare:pools.0.name", "G5_Shared"),
         "gpushare:pools[0].name: String should match pattern",
@@ -400,3 +411,42 @@ def test_a_digest_pinned_mock_image_is_accepted():
     image = "docker.io/projecthami/mock-device-plugin:1.0.1@sha256:" + "0" * 64
     raw["gpushare:hami"]["mockDevicePluginImage"] = image
     assert load_stack_config(raw, today=PLAN_DATE).hami.mock_device_plugin_image == image
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        (
+            "quotaUsePercent",
+            100,
+            "gpushare:monitoring.alerts.quotaUsePercent: Input should be less than or equal to 99",
+        ),
+        (
+            "nodeIdleUtilizationPercent",
+            0,
+            "gpushare:monitoring.alerts.nodeIdleUtilizationPercent: Input should be greater than or equal to 1",
+        ),
+    ],
+)
+def test_alert_thresholds_that_could_never_fire_are_refused(key, value, message):
+    raw = raw_stack("prod")
+    raw["gpushare:monitoring"]["alerts"][key] = value
+    with pytest.raises(ConfigError, match=message):
+        load_stack_config(raw, today=PLAN_DATE)
+
+
+def test_alert_waits_longer_than_the_retention_are_refused_each_on_its_line():
+    raw = raw_stack("prod")
+    raw["gpushare:monitoring"]["retention"] = "1h"
+    raw["gpushare:monitoring"]["alerts"]["nodeIdleMinutes"] = 61
+    raw["gpushare:monitoring"]["alerts"]["podPendingMinutes"] = 90
+    with pytest.raises(ConfigError) as caught:
+        load_stack_config(raw, today=PLAN_DATE)
+    assert str(caught.value).splitlines() == [
+        "gpushare:monitoring.alerts.podPendingMinutes: 90 minutes is longer than gpushare:monitoring.retention 1h "
+        "(60 minutes): the alert could never fire; allowed: at most 60, or a longer retention",
+        "gpushare:monitoring.alerts.nodeIdleMinutes: 61 minutes is longer than gpushare:monitoring.retention 1h "
+        "(60 minutes): the alert could never fire; allowed: at most 60, or a longer retention",
+    ]
+    raw["gpushare:monitoring"]["retention"] = "2w"
+    assert load_stack_config(raw, today=PLAN_DATE).monitoring.alerts.node_idle_minutes == 61

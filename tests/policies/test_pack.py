@@ -56,6 +56,14 @@ EXPECTED = [
     ("priority-classes-not-global-default", "mandatory"),
     ("team-namespace-isolation", "mandatory"),
     ("eks-standard-support-ending", "advisory"),
+    ("nvidia-timeslice-config-valid", "mandatory"),
+    ("team-quota-admits-its-pools", "mandatory"),
+    ("gpu-pools-tainted", "mandatory"),
+    ("monitoring-alerts-see-metrics", "mandatory"),
+    ("monitoring-alerts-can-fire", "mandatory"),
+    ("prometheus-selects-stack-objects", "mandatory"),
+    ("monitoring-uis-not-exposed", "mandatory"),
+    ("monitoring-storage-class-exists", "mandatory"),
 ]
 
 

@@ -140,3 +140,15 @@ def test_missing_plan_and_bad_policy_config_exit_2(plans, tmp_path):
     bad = run_check("--plan", plans["dev"]["_folder"] / "plan.json", "--policy-config", config)
     assert bad.returncode == 2 and "hami-overlay-coverage.enforcementLevel: 'loud' is not a level" in bad.stderr
     assert "Traceback" not in bad.stderr
+
+
+def test_an_alert_over_a_metric_nobody_exports_fails_make_check(plans, tmp_path):
+    """`make check` judges alert expressions with the metric catalogue, as `make rules-test` does with promtool."""
+
+    def rename_metric(resources):
+        rules = find(resources, "PrometheusRule", "gpushare-gpu")["spec"]["groups"][0]["rules"]
+        rules[0]["expr"] = rules[0]["expr"].replace("operator_nodeclaim_", "karpenter_nodeclaim_")
+
+    completed = run_check("--plan", write_plan(tmp_path, plans["prod"], rename_metric))
+    assert completed.returncode == 1, completed.stdout
+    assert "reads metric karpenter_nodeclaim_status_condition_current_status_seconds" in completed.stdout

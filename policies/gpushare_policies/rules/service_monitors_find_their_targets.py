@@ -1,59 +1,87 @@
-"""The HAMi and Karpenter ServiceMonitors look in the namespaces their releases run in."""
+"""Every ServiceMonitor of the stack selects a Service the pinned HAMi or Karpenter chart renders, in the namespace
+it runs in, and scrapes a port that Service has."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import Any
 
 from gpushare import names
 
 from ..rule import Finding, Rule, finding
-from ..stack import StackView, sorted_by_name
+from ..scrape import ChartService, chart_services
+from ..selectors import selects
+from ..stack import Resource, StackView, sorted_by_name
 
 SERVICE_MONITOR = f"kubernetes:{names.MONITORING_API}:ServiceMonitor"
 
 
-def service_monitor_namespace_problems(obj: Mapping[str, Any], expected: Mapping[str, str]) -> list[str]:
-    """A ServiceMonitor for a known target (by name) must select the namespace that target runs in."""
-    name = obj["metadata"]["name"]
-    if name not in expected:
-        return []
-    selected = obj["spec"].get("namespaceSelector", {}).get("matchNames", [])
-    if selected != [expected[name]]:
-        return [f"ServiceMonitor {name} selects namespaces {selected}, but its target runs in {expected[name]}"]
-    return []
+def _namespaces_selected(monitor: Resource, namespace: str) -> set[str] | None:
+    """prometheus-operator's NamespaceSelector: `any: true` every namespace (None), `matchNames` those, neither the
+    ServiceMonitor's own namespace."""
+    selector = monitor.get("spec", "namespaceSelector") or {}
+    if selector.get("any") is True:
+        return None
+    listed = selector.get("matchNames")
+    return {str(n) for n in listed} if isinstance(listed, list) and listed else {namespace}
 
 
-def check_service_monitor_namespaces(view: StackView, _config: None) -> Iterator[Finding]:
-    hami, karpenter = view.release(names.HAMI_CHART), view.release(names.KARPENTER_CHART)
-    expected = {
-        **(
-            {"hami-scheduler": str(hami.get("namespace")), "hami-device-plugin": str(hami.get("namespace"))}
-            if hami
-            else {}
-        ),
-        **({"karpenter": str(karpenter.get("namespace"))} if karpenter else {}),
-    }
+def _shown(services: list[ChartService]) -> str:
+    return "; ".join(f"{s.component} in {s.namespace} (ports {', '.join(s.ports)})" for s in services)
+
+
+def check_service_monitor_targets(view: StackView, _config: None) -> Iterator[Finding]:
+    services = chart_services(view)
+    if not services:
+        return  # no chart whose Services we know
     for monitor in sorted_by_name(view.of_type(SERVICE_MONITOR)):
-        obj = {"metadata": {"name": monitor.object_name}, "spec": monitor.get("spec") or {}}
-        for problem in service_monitor_namespace_problems(obj, expected):
+        namespace = str(monitor.get("metadata", "namespace") or "default")
+        selector: Any = monitor.get("spec", "selector") or {}
+        by_labels = [s for s in services if selects(selector, s.labels)]
+        namespaces = _namespaces_selected(monitor, namespace)
+        found = [s for s in by_labels if namespaces is None or s.namespace in namespaces]
+        if not found:
+            wrong_namespace = bool(by_labels)
             yield finding(
                 monitor,
-                "spec.namespaceSelector.matchNames",
-                monitor.get("spec", "namespaceSelector", "matchNames"),
-                f"{problem}; Prometheus finds no target and the HAMi/Karpenter alerts can never fire",
-                f"select [{expected[monitor.object_name]}]",
+                "spec.namespaceSelector.matchNames" if wrong_namespace else "spec.selector",
+                monitor.get("spec", "namespaceSelector", "matchNames") if wrong_namespace else selector,
+                (
+                    f"its Services run in {', '.join(sorted({s.namespace for s in by_labels}))} "
+                    f"({_shown(by_labels)}), outside the namespaces it selects"
+                    if wrong_namespace
+                    else f"no Service the pinned charts render has these labels (they render: {_shown(services)})"
+                )
+                + "; Prometheus finds no target, so the HAMi/Karpenter alerts on it can never fire",
+                f"select [{', '.join(sorted({s.namespace for s in by_labels}))}]"
+                if wrong_namespace
+                else "select the chart Service's labels (app.kubernetes.io/name, instance and component)",
             )
+            continue
+        ports = {port for s in found for port in s.ports}
+        endpoints = monitor.get("spec", "endpoints")
+        for index, endpoint in enumerate(endpoints if isinstance(endpoints, list) else []):
+            port = endpoint.get("port") if isinstance(endpoint, dict) else None
+            if port is not None and port not in ports:
+                yield finding(
+                    monitor,
+                    f"spec.endpoints[{index}].port",
+                    port,
+                    f"the Services it selects have no port of that name ({_shown(found)}): Prometheus scrapes "
+                    "nothing from them",
+                    f"name one of {', '.join(sorted(ports))}",
+                )
 
 
 RULE = Rule(
     name="service-monitors-find-their-targets",
     order=27,
-    description="The HAMi and Karpenter ServiceMonitors select the namespaces their releases run in.",
-    why="A ServiceMonitor looking in the wrong namespace scrapes nothing, so HamiSchedulerDown and the "
-    "NodeClaim alerts never fire.",
-    remediation="Select the namespace of the HAMi or Karpenter release.",
+    description="Every ServiceMonitor selects, by labels and namespaces evaluated as sets, a Service the pinned HAMi "
+    "or Karpenter chart renders, and scrapes a port name that Service has.",
+    why="A ServiceMonitor that matches no Service, looks in the wrong namespace or names a missing port scrapes "
+    "nothing, so HamiSchedulerDown and the NodeClaim alerts never fire.",
+    remediation="Select the chart Service's labels in the namespace of its release and name its metrics port.",
     enforcement="mandatory",
     severity="medium",
-    check=check_service_monitor_namespaces,
+    check=check_service_monitor_targets,
 )

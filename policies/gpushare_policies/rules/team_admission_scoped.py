@@ -9,29 +9,34 @@ from gpushare import names
 
 from ..admission import POLICY_BINDINGS, admission_objects, kind_of, team_of
 from ..rule import Finding, Rule, finding, finding_about
+from ..selectors import selects_only_namespace
 from ..stack import Resource, StackView
 
 
-def _only_namespace(selector: Any, namespace: str) -> bool:
-    return selector == {"matchLabels": {names.NAMESPACE_NAME_LABEL: namespace}}
+def _only_namespace(objects: dict[tuple[str, str], Resource], selector: Any, namespace: str) -> bool:
+    """Whether the selector selects the team's namespace (with the labels the stack gives it) and no other,
+    however it is written: matchLabels or matchExpressions are the same set."""
+    found = objects.get(("Namespace", namespace))
+    return selects_only_namespace(selector, namespace, found.get("metadata", "labels") if found else None)
 
 
 def scope_problems(view: StackView) -> list[tuple[Resource, str]]:
     """(policy or binding, problem) for every team policy without a binding, or selecting more than its team."""
-    objects = admission_objects(view).values()
+    indexed = admission_objects(view)
+    objects = indexed.values()
     bindings = {(kind_of(o), o.get("spec", "policyName")): o for o in objects if kind_of(o) in POLICY_BINDINGS.values()}
     problems = []
     for policy in (o for o in objects if kind_of(o) in POLICY_BINDINGS):
         team = team_of(policy)
         if team is None:
             continue
-        if not _only_namespace(policy.get("spec", "matchConstraints", "namespaceSelector"), team):
+        if not _only_namespace(indexed, policy.get("spec", "matchConstraints", "namespaceSelector"), team):
             problems.append((policy, f"matchConstraints must select only namespace {team}"))
         binding_kind = POLICY_BINDINGS[kind_of(policy)]
         binding = bindings.get((binding_kind, policy.object_name))
         if binding is None:
             problems.append((policy, f"no {binding_kind} names it"))
-        elif not _only_namespace(binding.get("spec", "matchResources", "namespaceSelector"), team):
+        elif not _only_namespace(indexed, binding.get("spec", "matchResources", "namespaceSelector"), team):
             problems.append((binding, f"matchResources must select only namespace {team}"))
     return problems
 

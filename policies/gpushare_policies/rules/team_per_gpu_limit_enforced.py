@@ -17,6 +17,7 @@ from ..kube import Pool
 from ..nvidia import is_timeslice_pool
 from ..pools import pools_of_team
 from ..rule import Finding, Rule, finding, finding_about
+from ..selectors import names_allowed, selects_only_namespace
 from ..stack import NAMESPACE, Resource, StackView, sorted_by_name
 
 POLICY = f"{ADMISSION_API}:ValidatingAdmissionPolicy"
@@ -24,19 +25,25 @@ BINDING = f"{ADMISSION_API}:ValidatingAdmissionPolicyBinding"
 
 
 def _denying_by_namespace(view: StackView) -> dict[Any, list[Resource]]:
-    """Namespace -> the policies a Deny binding applies to pods of exactly that namespace (indexed once)."""
+    """Namespace -> the policies a Deny binding applies to pods of exactly that namespace (indexed once), however
+    the binding's namespaceSelector is written."""
     policies = {policy.object_name: policy for policy in view.of_type(POLICY)}
+    namespaces = {namespace.object_name: namespace for namespace in view.of_type(NAMESPACE)}
     found: dict[Any, list[Resource]] = defaultdict(list)
     for binding in view.of_type(BINDING):
         actions = binding.get("spec", "validationActions")
         if not isinstance(actions, list) or "Deny" not in actions:
             continue
-        namespace = binding.get(
-            "spec", "matchResources", "namespaceSelector", "matchLabels", names.NAMESPACE_NAME_LABEL
-        )
         policy = policies.get(str(binding.get("spec", "policyName")))
-        if isinstance(namespace, str) and policy is not None:
-            found[namespace].append(policy)
+        if policy is None:
+            continue
+        selector = binding.get("spec", "matchResources", "namespaceSelector")
+        allowed = names_allowed(selector)
+        namespace = namespaces.get(next(iter(allowed))) if allowed is not None and len(allowed) == 1 else None
+        if namespace is not None and selects_only_namespace(
+            selector, namespace.object_name, namespace.get("metadata", "labels")
+        ):
+            found[namespace.object_name].append(policy)
     return found
 
 

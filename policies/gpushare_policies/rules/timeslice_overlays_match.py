@@ -49,6 +49,8 @@ def check_timeslice(view: StackView, _config: None) -> Iterator[Finding]:
             )
             continue
         resource, replicas = sliced
+        if resource != names.GPU_SHARED or nvidia.config_problems(str(config_name)):
+            continue  # the config itself is at fault: nvidia-timeslice-config-valid names it
         limit = pool.limits.get(resource)
         if limit is None:
             yield finding(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import yaml
 
+from gpushare import metrics
 from gpushare.render import alerts
 from tests.conftest import ROOT
 
@@ -23,5 +24,5 @@ def test_every_alert_has_promtool_fixtures_and_a_readme_runbook_line(prod):
 
 
 def test_metric_catalog_names_a_source_for_every_component():
-    for component, entry in alerts.metric_catalog().items():
+    for component, entry in metrics.metric_catalog().items():
         assert entry["source"] and entry["version"] and entry["metrics"], component

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import json
 
 import pytest
@@ -15,7 +14,6 @@ from gpushare.render import alerts, monitoring
 from policies.gpushare_policies.rules.gpu_exporter_on_gpu_nodes import exporter_placement_problems
 from policies.gpushare_policies.rules.monitoring_images_pinned import floating_image_tags, unpinned_images
 from policies.gpushare_policies.rules.monitoring_webui_reads_hami_metrics import webui_compatible
-from policies.gpushare_policies.rules.service_monitors_find_their_targets import service_monitor_namespace_problems
 from tests.conftest import PLAN_DATE, ROOT, raw_stack
 from tests.test_main import by_type, one, urn
 
@@ -123,19 +121,6 @@ def test_every_gpu_pool_node_carries_the_label_the_exporter_requires(prod):
 
     for pool in prod.pools:
         assert names.SHARING_LABEL in pool_labels(pool)
-
-
-def test_service_monitors_select_the_namespaces_hami_and_karpenter_run_in(prod):
-    expected = monitoring.scrape_namespaces()
-    monitors = monitoring.service_monitors(prod)
-    assert {m["metadata"]["name"] for m in monitors} == set(expected)
-    for monitor in monitors:
-        assert service_monitor_namespace_problems(monitor, expected) == []
-    moved = copy.deepcopy(monitors[0])
-    moved["spec"]["namespaceSelector"]["matchNames"] = ["hami-system"]
-    assert service_monitor_namespace_problems(moved, expected) == [
-        "ServiceMonitor hami-scheduler selects namespaces ['hami-system'], but its target runs in kube-system"
-    ]
 
 
 def test_dashboard_is_a_sidecar_configmap_with_every_panel_documented(prod):

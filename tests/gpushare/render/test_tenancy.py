@@ -114,7 +114,7 @@ def test_spot_only_batch_team_gets_spot_node_selector_on_gpu_pods(dev_raw):
     dev_raw["gpushare:pools"][0]["capacityTypes"] = ["spot", "on-demand"]
     dev_raw["gpushare:teams"][0]["pools"] = ["g5-shared", "g6-timeslice"]
     dev_raw["gpushare:pools"][2]["capacityTypes"] = ["spot"]
-    dev_raw["gpushare:teams"][0]["quota"] = {"gpus": 40, "gpuMemoryMib": 92112, "gpuCores": 400}
+    dev_raw["gpushare:teams"][0]["quota"] = {"gpus": 40, "gpuMemoryMib": 92112, "gpuCores": 400, "sharedGpus": 8}
     dev_raw["gpushare:teams"][0]["spotOnly"] = True
     dev_raw["gpushare:teams"][1]["pools"] = ["g4dn-shared", "g5-shared"]
     config = load_stack_config(dev_raw, today=PLAN_DATE)

@@ -25,6 +25,17 @@ TS_XL = "g6-timeslice-g6-xlarge"
 TS_LABELS = ["spec", "template", "metadata", "labels"]
 
 
+def name_in(*namespaces):
+    """A namespaceSelector by `matchExpressions In`: the same set as matchLabels for one namespace."""
+    return {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In", "values": list(namespaces)}]}
+
+
+def alert_rule(r, alert):
+    """The rule of the stack's PrometheusRule that defines `alert`."""
+    rules = find(r, "PrometheusRule", "gpushare-gpu")["spec"]["groups"][0]["rules"]
+    return next(rule for rule in rules if rule["alert"] == alert)
+
+
 def pool(r, name=G5):
     return find(r, "NodePool", name)
 

@@ -1,27 +1,54 @@
-"""Changes that break `service-monitors-find-their-targets`: each is caught, and every message says the fix."""
+"""Changes that break `service-monitors-find-their-targets`: each is caught, and every message says the fix; the
+same Service selected another way passes."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.policies.helpers import find
-from tests.policies.rules.breaking import (
-    caught,
-    set_at,
-)
+from tests.policies.helpers import find, messages, resources_of
+from tests.policies.rules.breaking import caught, delete_at, release, set_at
+
+RULE = "service-monitors-find-their-targets"
+
+
+def _monitor(r, name):
+    return find(r, "ServiceMonitor", name)
+
 
 # (policy, change, every fragment one message must contain), on the prod plan
 PROD_CASES = {
     "service monitor in the wrong namespace": (
-        "service-monitors-find-their-targets",
-        lambda r: set_at(
-            find(r, "ServiceMonitor", "karpenter"), ["spec", "namespaceSelector", "matchNames"], ["karpenter"]
-        ),
+        RULE,
+        lambda r: set_at(_monitor(r, "karpenter"), ["spec", "namespaceSelector", "matchNames"], ["karpenter"]),
         [
-            "ServiceMonitor karpenter: spec.namespaceSelector.matchNames",
-            "its target runs in kube-system",
+            "ServiceMonitor karpenter: spec.namespaceSelector.matchNames is ['karpenter']",
+            "its Services run in kube-system",
             "select [kube-system]",
         ],
+    ),
+    "no namespace selector: only its own namespace": (
+        RULE,
+        lambda r: delete_at(_monitor(r, "hami-scheduler"), ["spec", "namespaceSelector"]),
+        ["ServiceMonitor hami-scheduler: spec.namespaceSelector.matchNames not set", "select [kube-system]"],
+    ),
+    "selector no chart Service matches": (
+        RULE,
+        lambda r: set_at(
+            _monitor(r, "hami-device-plugin"),
+            ["spec", "selector", "matchLabels", "app.kubernetes.io/component"],
+            "hami-device-plugin-monitor",
+        ),
+        ["ServiceMonitor hami-device-plugin: spec.selector", "no Service the pinned charts render has these labels"],
+    ),
+    "release renamed under the monitor": (
+        RULE,
+        lambda r: set_at(release(r, "karpenter"), ["values", "nameOverride"], "autoscaler"),
+        ["ServiceMonitor karpenter: spec.selector", "no Service the pinned charts render"],
+    ),
+    "port the Service does not have": (
+        RULE,
+        lambda r: set_at(_monitor(r, "hami-scheduler"), ["spec", "endpoints", 0, "port"], "metrics"),
+        ['ServiceMonitor hami-scheduler: spec.endpoints[0].port is "metrics"', "name one of http, monitor"],
     ),
 }
 
@@ -29,3 +56,20 @@ PROD_CASES = {
 @pytest.mark.parametrize("case", list(PROD_CASES))
 def test_one_broken_monitoring_field_is_caught(plans, case):
     caught(plans["prod"], case, PROD_CASES[case])
+
+
+def test_the_same_services_selected_another_way_pass(plans):
+    """Sets, not spellings: `any: true` and a matchExpressions selector reach the same Services."""
+    resources = resources_of(plans["prod"])
+    set_at(_monitor(resources, "karpenter"), ["spec", "namespaceSelector"], {"any": True})
+    set_at(
+        _monitor(resources, "hami-scheduler"),
+        ["spec", "selector"],
+        {
+            "matchExpressions": [
+                {"key": "app.kubernetes.io/component", "operator": "In", "values": ["hami-scheduler"]},
+                {"key": "app.kubernetes.io/instance", "operator": "Exists"},
+            ]
+        },
+    )
+    assert messages(resources, RULE) == []

@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 
 from gpushare.names import GPU_SHARED
-from tests.policies.helpers import drop, find
+from tests.policies.helpers import drop, find, messages, resources_of
 from tests.policies.rules.breaking import (
     PER_GPU,
     caught,
+    name_in,
     set_at,
 )
 
@@ -18,6 +19,15 @@ CASES = {
         "team-per-gpu-limit-enforced",
         lambda r: drop(r, "ValidatingAdmissionPolicyBinding", PER_GPU),
         ["Namespace inference: no ValidatingAdmissionPolicy bound with Deny", "more than 15360 nvidia.com/gpumem"],
+    ),
+    "per-GPU limit bound to its team and another": (
+        "team-per-gpu-limit-enforced",
+        lambda r: set_at(
+            find(r, "ValidatingAdmissionPolicyBinding", PER_GPU),
+            ["spec", "matchResources", "namespaceSelector"],
+            name_in("inference", "analytics"),
+        ),
+        ["Namespace inference: no ValidatingAdmissionPolicy bound with Deny"],
     ),
     "per-GPU limit only warns": (
         "team-per-gpu-limit-enforced",
@@ -66,3 +76,14 @@ CASES = {
 @pytest.mark.parametrize("case", list(CASES))
 def test_one_broken_field_is_caught(plans, case):
     caught(plans["dev"], case, CASES[case])
+
+
+def test_a_binding_selecting_the_team_by_match_expressions_enforces_the_limit(plans):
+    """`matchExpressions In [team]` is the same namespace set as `matchLabels`: the limit counts as bound."""
+    resources = resources_of(plans["dev"])
+    set_at(
+        find(resources, "ValidatingAdmissionPolicyBinding", PER_GPU),
+        ["spec", "matchResources", "namespaceSelector"],
+        name_in("inference"),
+    )
+    assert messages(resources, "team-per-gpu-limit-enforced") == []

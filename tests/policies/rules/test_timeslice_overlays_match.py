@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gpushare.names import GPU_SHARED
-from tests.policies.helpers import drop
+from tests.policies.helpers import drop, messages, resources_of
 from tests.policies.rules.breaking import (
     TS,
     TS_LABELS,
@@ -23,15 +23,6 @@ CASES = {
         "timeslice-overlays-match",
         lambda r: set_at(pool(r, TS), [*TS_LABELS, "nvidia.com/device-plugin.config"], "timeslice-8"),
         ['labels["nvidia.com/device-plugin.config"] is "timeslice-8"', "exclusive, timeslice-4"],
-    ),
-    "time-slicing config without rename": (
-        "timeslice-overlays-match",
-        lambda r: set_at(
-            release(r, "nvidia-device-plugin"),
-            ["values", "config", "map", "timeslice-4"],
-            "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 4\n",
-        ),
-        ['NodeOverlay g6-timeslice-g6-xlarge: spec.capacity["nvidia.com/gpu"] is "0"', "registers 4"],
     ),
     "time-sliced overlay promising more replicas": (
         "timeslice-overlays-match",
@@ -84,3 +75,15 @@ PROD_CASES = {
 @pytest.mark.parametrize("case", list(PROD_CASES))
 def test_one_broken_monitoring_field_is_caught(plans, case):
     caught(plans["prod"], case, PROD_CASES[case])
+
+
+def test_a_config_without_rename_is_blamed_on_the_config_not_the_overlays(plans):
+    """renameByDefault false is the NVIDIA config's fault (nvidia-timeslice-config-valid), not the overlays'."""
+    resources = resources_of(plans["dev"])
+    set_at(
+        release(resources, "nvidia-device-plugin"),
+        ["values", "config", "map", "timeslice-4"],
+        "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 4\n",
+    )
+    assert messages(resources, "timeslice-overlays-match") == []
+    assert messages(resources, "nvidia-timeslice-config-valid")

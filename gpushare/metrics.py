@@ -1,0 +1,50 @@
+"""What each pinned component exports to Prometheus, read from gpushare/monitoring/metrics.yaml: the alerts and
+dashboard are written against it, and the policy pack checks any PrometheusRule of a stack with it."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gpushare.files import SAFE_LOADER
+
+METRICS_PATH = Path(__file__).resolve().parent / "monitoring" / "metrics.yaml"
+
+
+@cache
+def metric_catalog() -> dict[str, Any]:
+    """Component -> its version, source, labels, metrics (and, where known, sanitized labels, value ranges and
+    bounded ratios)."""
+    return yaml.load(METRICS_PATH.read_text(), Loader=SAFE_LOADER)
+
+
+def known_metrics() -> frozenset[str]:
+    return frozenset(m for component in metric_catalog().values() for m in component["metrics"])
+
+
+def sanitized_labels() -> dict[str, frozenset[str]]:
+    """Metric -> labels whose values the exporter sanitizes (every character outside [a-zA-Z0-9_] becomes `_`)."""
+    found: dict[str, set[str]] = {}
+    for component in metric_catalog().values():
+        for label, metrics in (component.get("sanitized") or {}).items():
+            for metric in metrics:
+                found.setdefault(metric, set()).add(label)
+    return {metric: frozenset(labels) for metric, labels in found.items()}
+
+
+def value_ranges() -> dict[str, tuple[float, float]]:
+    """Metric -> the least and greatest value any of its samples can have."""
+    return {
+        metric: (float(low), float(high))
+        for component in metric_catalog().values()
+        for metric, (low, high) in (component.get("ranges") or {}).items()
+    }
+
+
+def bounded_ratios() -> list[dict[str, Any]]:
+    """Ratios of two series of one metric that cannot exceed `max` (metric, numerator and denominator label
+    values, max, why)."""
+    return [ratio for component in metric_catalog().values() for ratio in component.get("ratios") or ()]
