@@ -570,7 +570,8 @@ class TeamConfig(_Model):
     )
     priority: Priority = Field(
         default="standard",
-        description="PriorityClass admission gives the team's pods: critical preempts standard preempts batch",
+        description="PriorityClass admission gives the team's GPU pods: critical preempts standard preempts batch on "
+        "exclusive and time-sliced pools, never on HAMi pools (give critical teams their own HAMi pool)",
     )
     spot_only: bool = Field(
         default=False,

@@ -91,7 +91,7 @@ def team_objects(config: StackConfig, team: TeamConfig) -> list[dict[str, Any]]:
         "kind": "Namespace",
         "metadata": {"name": team.name, "labels": labels},
     }
-    annotations = {names.TEAM_POOLS_ANNOTATION: ",".join(team.pools)}
+    annotations = {names.TEAM_POOLS_ANNOTATION: ",".join(team.pools), names.TEAM_PRIORITY_ANNOTATION: team.priority}
     if team.scheduler_policy is not None:
         annotations[names.NODE_POLICY_ANNOTATION] = team.scheduler_policy.node
         annotations[names.GPU_POLICY_ANNOTATION] = team.scheduler_policy.gpu

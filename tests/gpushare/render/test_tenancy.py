@@ -346,7 +346,9 @@ def test_team_scheduler_policy_and_pools_are_recorded_on_the_namespace(dev):
         "gpushare.io/gpu-scheduler-policy": "binpack",
         "gpushare.io/node-scheduler-policy": "spread",
         "gpushare.io/pools": "g4dn-shared",
+        "gpushare.io/priority": "critical",
     }
     assert tenancy.team_objects(dev, dev.teams[0])[0]["metadata"]["annotations"] == {
-        "gpushare.io/pools": "g5-shared,g4dn-shared,g6-timeslice"
+        "gpushare.io/pools": "g5-shared,g4dn-shared,g6-timeslice",
+        "gpushare.io/priority": "batch",
     }
