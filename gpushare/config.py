@@ -530,9 +530,18 @@ class QuotaConfig(_Model):
     gpus: int = Field(
         ge=0, description="requests.nvidia.com/gpu: vGPUs on shared pools plus whole GPUs on exclusive ones"
     )
-    gpu_memory_mib: int = Field(default=0, alias="gpuMemoryMib", ge=0, description="requests.nvidia.com/gpumem, in MiB")
+    gpu_memory_mib: int = Field(
+        default=0,
+        alias="gpuMemoryMib",
+        ge=0,
+        description="requests.nvidia.com/gpumem and HAMi's limits.nvidia.com/gpumem, in MiB; at least 1 on HAMi pools",
+    )
     gpu_cores: int = Field(
-        default=0, alias="gpuCores", ge=0, description="requests.nvidia.com/gpucores, percent of a GPU summed"
+        default=0,
+        alias="gpuCores",
+        ge=0,
+        description="requests.nvidia.com/gpucores and HAMi's limits.nvidia.com/gpucores, percent of a GPU summed; at "
+        "least 1 on HAMi pools",
     )
     shared_gpus: int = Field(
         default=0,
@@ -561,7 +570,8 @@ class TeamConfig(_Model):
     )
     priority: Priority = Field(
         default="standard",
-        description="PriorityClass admission gives the team's pods: critical preempts standard preempts batch",
+        description="PriorityClass admission gives the team's GPU pods: critical preempts standard preempts batch on "
+        "exclusive and time-sliced pools, never on HAMi pools (give critical teams their own HAMi pool)",
     )
     spot_only: bool = Field(
         default=False,

@@ -54,6 +54,9 @@ TEAM_POOLS_ANNOTATION: Final = "gpushare.io/pools"
 # Pod Security Admission's namespace labels (kubernetes.io/docs/concepts/security/pod-security-admission/).
 POD_SECURITY_ENFORCE_LABEL: Final = "pod-security.kubernetes.io/enforce"
 POD_SECURITY_WARN_LABEL: Final = "pod-security.kubernetes.io/warn"
+# The team's priority tier, recorded on its namespace (admission applies it to GPU pods): the pack compares the
+# tiers of teams sharing a HAMi pool, where kube-scheduler cannot preempt.
+TEAM_PRIORITY_ANNOTATION: Final = "gpushare.io/priority"
 
 # HAMi reads binpack/spread only from these pod annotations (HAMi docs, scheduler-policy); admission copies
 # a team's policy onto its pods under them.

@@ -133,4 +133,5 @@ def test_policy_config_reaches_the_pack(analyzer, plans):
     assert {(p, level) for p, level, *_ in answered} == {
         ("nodepool-limits-admit-nodes", "advisory"),
         ("eks-public-endpoint-restricted", "advisory"),
+        ("hami-pool-one-priority-tier", "advisory"),
     }

@@ -56,6 +56,7 @@ EXPECTED = [
     ("priority-classes-not-global-default", "mandatory"),
     ("team-namespace-isolation", "mandatory"),
     ("eks-standard-support-ending", "advisory"),
+    ("hami-pool-one-priority-tier", "advisory"),
     ("nvidia-timeslice-config-valid", "mandatory"),
     ("team-quota-admits-its-pools", "mandatory"),
     ("gpu-pools-tainted", "mandatory"),
@@ -149,7 +150,9 @@ def test_levels_from_config(plans):
 
     view = from_plan(plans["dev"]["resources"], PLAN_DATE)
     assert {v.level for v in evaluate(view, PolicyConfig.parse({"all": "advisory"}))} == {"advisory"}
-    assert evaluate(view, PolicyConfig.parse({"eks-public-endpoint-restricted": "disabled"})) == []
+    # dev's two advisories (its open endpoint, its critical and batch teams on one HAMi pool) are all it has
+    quiet = {"eks-public-endpoint-restricted": "disabled", "hami-pool-one-priority-tier": "disabled"}
+    assert evaluate(view, PolicyConfig.parse(quiet)) == []
 
 
 def _engine_resource(type_, props, urn="urn:x"):

@@ -88,10 +88,13 @@ def test_stack_file_mistakes_yaml_hides_are_refused_with_line_and_column(tmp_pat
 
 def test_plan_records_and_prints_policy_violations(plans):
     dev = plans["dev"]
-    assert [(v["policy"], v["level"]) for v in dev["violations"]] == [("eks-public-endpoint-restricted", "advisory")]
+    assert [(v["policy"], v["level"]) for v in dev["violations"]] == [
+        ("eks-public-endpoint-restricted", "advisory"),
+        ("hami-pool-one-priority-tier", "advisory"),
+    ]
     assert dev["violations"][0]["urn"].endswith("eks:index:Cluster::gpushare-dev")
     assert (
-        "gpushare-policies: 0 mandatory, 1 advisory violation(s) (policy config: policies/config/dev.json)"
+        "gpushare-policies: 0 mandatory, 2 advisory violation(s) (policy config: policies/config/dev.json)"
         in (dev["_stdout"])
     )
     assert plans["prod"]["violations"] == []

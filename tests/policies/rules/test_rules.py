@@ -26,6 +26,8 @@ def test_shipped_stacks_pass(plans, stack, rule):
     found = violations(resources_of(plans[stack]), rule)
     if (stack, rule) == ("dev", "eks-public-endpoint-restricted"):
         assert [v.message.split(": ")[0] for v in found] == ["eks:index:Cluster gpushare-dev"]
+    elif (stack, rule) == ("dev", "hami-pool-one-priority-tier"):  # on purpose: the e2e `priorities` scenario
+        assert [v.message.split(": ")[0] for v in found] == ["NodePool g4dn-shared"]
     else:
         assert found == []
 
