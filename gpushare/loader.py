@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from gpushare import compat, eks, names, pins
 from gpushare.capacity import pool_plans, total_supply
 from gpushare.catalog import Catalog, load_catalog
-from gpushare.config import CONFIG_KEYS, PROJECT, PoolConfig, StackConfig, TeamConfig
+from gpushare.config import CONFIG_KEYS, PROJECT, PoolConfig, StackConfig, TeamConfig, principal_key
 from gpushare.errors import ConfigError, Problems, all_errors, key_path
 from gpushare.hami import CapacityError, node_capacity
 
@@ -62,8 +62,6 @@ def load_stack_config(raw: Mapping[str, Any], catalog: Catalog | None = None, *,
                 data[name] = _decode(key, value)
             except ConfigError as error:
                 problems.errors.append(error)
-    if "region" not in data:
-        problems.errors.append(ConfigError("aws:region", "is required (the AWS region to deploy into, e.g. us-west-2)"))
     try:
         config = StackConfig.model_validate(data)
     except ValidationError as error:
@@ -82,6 +80,8 @@ def check_references(config: StackConfig, catalog: Catalog, today: date) -> None
     problems.check(_check_kubernetes_version, config, today)
     problems.check(_unique_names, "pools", [p.name for p in config.pools])
     problems.check(_unique_names, "teams", [t.name for t in config.teams])
+    problems.errors.extend(_principals_once(config))
+    problems.errors.extend(_nodes_reach_the_endpoint(config))
     pool_names = [p.name for p in config.pools]
     for i, pool in enumerate(config.pools):
         problems.check(_check_pool, config, catalog, i, pool)
@@ -129,63 +129,127 @@ def _check_kubernetes_version(config: StackConfig, today: date) -> None:
 
 
 def _unique_names(key: str, values: list[str]) -> None:
+    problems = Problems()
     for i, value in enumerate(values):
         if value in values[:i]:
-            raise ConfigError(f"{PROJECT}:{key}[{i}].name", f"duplicate name {value!r}")
+            problems.errors.append(ConfigError(f"{PROJECT}:{key}[{i}].name", f"duplicate name {value!r}"))
+    problems.raise_any()
+
+
+def _principals_once(config: StackConfig) -> list[ConfigError]:
+    """EKS gives a principal one access entry: a role listed as admin and as a team's role, or by two teams, fails
+    `pulumi up` midway (and would give one team's people the other's namespace)."""
+    keys = [f"{PROJECT}:cluster.adminPrincipalArns[{i}]" for i in range(len(config.cluster.admin_principal_arns))]
+    arns = list(config.cluster.admin_principal_arns)
+    for i, team in enumerate(config.teams):
+        if team.namespace_access_role_arn is not None:
+            keys.append(f"{PROJECT}:teams[{i}].namespaceAccessRoleArn")
+            arns.append(team.namespace_access_role_arn)
+    first: dict[str, str] = {}
+    errors = []
+    for key, arn in zip(keys, arns, strict=True):
+        seen = first.setdefault(principal_key(arn), key)
+        if seen != key and not key.startswith(f"{PROJECT}:cluster."):  # repeats among admins are config.py's
+            errors.append(
+                ConfigError(
+                    key,
+                    f"{arn!r} is already {seen}: EKS gives a principal one access entry; allowed: a role of its own "
+                    "per team, none of them an admin principal",
+                )
+            )
+    return errors
+
+
+def _nodes_reach_the_endpoint(config: StackConfig) -> list[ConfigError]:
+    """Nodes run in private subnets. Without the private endpoint they reach the API through the public one, from
+    the NAT gateways' addresses: the stack allocates those at deploy time, so no CIDR list written before can name
+    them, and nodes the endpoint shuts out never join (every GPU node launched would fail to register)."""
+    endpoint = config.cluster.endpoint
+    if endpoint.private_access or not endpoint.public_access or endpoint.public_to_everyone:
+        return []
+    if not config.cluster.network.creates_vpc:
+        return []  # an existing VPC's NAT addresses are known to its owner, who lists them
+    return [
+        ConfigError(
+            f"{PROJECT}:cluster.endpoint.publicAccessCidrs",
+            f"{list(endpoint.public_access_cidrs)} with privateAccess false shuts out the nodes: they reach the public "
+            "endpoint from the NAT gateways' addresses, which the stack allocates at deploy time; allowed: "
+            "privateAccess true (nodes use the private endpoint), or publicAccessCidrs 0.0.0.0/0",
+        )
+    ]
 
 
 def _check_pool(config: StackConfig, catalog: Catalog, index: int, pool: PoolConfig) -> None:
+    """Every instance type of the pool is judged; maxGpus once, against the largest known type."""
     key = f"{PROJECT}:pools[{index}]"
+    problems = Problems()
+    largest = None
     for j, type_name in enumerate(pool.instance_types):
         if type_name not in catalog.instance_type_names:
-            raise ConfigError(
-                f"{key}.instanceTypes[{j}]",
-                f"{type_name!r} is not in the GPU catalog; allowed: {', '.join(catalog.instance_type_names)}",
+            problems.errors.append(
+                ConfigError(
+                    f"{key}.instanceTypes[{j}]",
+                    f"{type_name!r} is not in the GPU catalog; allowed: {', '.join(catalog.instance_type_names)}",
+                )
             )
+            continue
         itype = catalog.instance_type(type_name)
         if pool.sharing == names.SHARING_HAMI:
             try:
                 node_capacity(catalog, itype, config.hami.profile)
             except CapacityError as error:
-                raise ConfigError(
-                    f"{key}.instanceTypes[{j}]", f"{error}; use a smaller type or an exclusive pool"
-                ) from None
-        if itype.gpu_count > pool.max_gpus:
-            raise ConfigError(
+                problems.errors.append(
+                    ConfigError(f"{key}.instanceTypes[{j}]", f"{error}; use a smaller type or an exclusive pool")
+                )
+        if largest is None or itype.gpu_count > largest.gpu_count:
+            largest = itype
+    if largest is not None and largest.gpu_count > pool.max_gpus:
+        problems.errors.append(
+            ConfigError(
                 f"{key}.maxGpus",
-                f"{pool.max_gpus} is below the {itype.gpu_count} GPUs of {type_name}, so the NodePool limit "
-                f"could never admit one node of it; allowed: {itype.gpu_count} or more",
+                f"{pool.max_gpus} is below the {largest.gpu_count} GPUs of {largest.name}, so the NodePool limit "
+                f"could never admit one node of it; allowed: {largest.gpu_count} or more",
             )
+        )
+    problems.raise_any()
 
 
 def _check_admission(config: StackConfig, index: int, team: TeamConfig) -> None:
     """Team behaviour applied by MutatingAdmissionPolicy needs its GA API; spot-only needs spot pools."""
     key = f"{PROJECT}:teams[{index}]"
     version = config.cluster.kubernetes_version
+    problems = Problems()
     if not compat.has_mutating_admission_policy(version):
         needs = {
             "schedulerPolicy": team.scheduler_policy is not None,
             "priority": team.priority != "standard",
             "spotOnly": team.spot_only,
         }
-        for field, used in needs.items():
-            if used:
-                raise ConfigError(
-                    f"{key}.{field}",
-                    f"is applied by a MutatingAdmissionPolicy (admissionregistration.k8s.io/v1), GA from Kubernetes "
-                    f"1.36, but gpushare:cluster.kubernetesVersion is {version}; allowed: kubernetesVersion 1.36 "
-                    f"or newer, or drop {field}",
-                )
-    if team.spot_only:
-        if team.priority != "batch":
-            raise ConfigError(f"{key}.spotOnly", f"true needs priority batch, got priority {team.priority!r}")
-        lacking = [name for name in team.pools if "spot" not in config.pool(name).capacity_types]
-        if lacking:
-            raise ConfigError(
-                f"{key}.spotOnly",
-                f"true but pools {', '.join(lacking)} offer no spot capacity; allowed: only pools whose "
-                "capacityTypes include spot",
+        problems.errors.extend(
+            ConfigError(
+                f"{key}.{field}",
+                f"is applied by a MutatingAdmissionPolicy (admissionregistration.k8s.io/v1), GA from Kubernetes "
+                f"1.36, but gpushare:cluster.kubernetesVersion is {version}; allowed: kubernetesVersion 1.36 "
+                f"or newer, or drop {field}",
             )
+            for field, used in needs.items()
+            if used
+        )
+    if team.spot_only:
+        lacking = [name for name in team.pools if "spot" not in config.pool(name).capacity_types]
+        if team.priority != "batch":
+            problems.errors.append(
+                ConfigError(f"{key}.spotOnly", f"true needs priority batch, got priority {team.priority!r}")
+            )
+        elif lacking:
+            problems.errors.append(
+                ConfigError(
+                    f"{key}.spotOnly",
+                    f"true but pools {', '.join(lacking)} offer no spot capacity; allowed: only pools whose "
+                    "capacityTypes include spot",
+                )
+            )
+    problems.raise_any()
 
 
 def _check_quota(config: StackConfig, index: int, team: TeamConfig) -> None:
@@ -198,10 +262,14 @@ def _check_quota(config: StackConfig, index: int, team: TeamConfig) -> None:
         "gpuCores": (team.quota.gpu_cores, names.GPU_CORES),
         "sharedGpus": (team.quota.shared_gpus, names.GPU_SHARED),
     }
-    for field, (value, resource) in asked.items():
-        if value > can_supply[resource]:
-            raise ConfigError(
-                f"{PROJECT}:teams[{index}].quota.{field}",
-                f"{value} is more than pools {', '.join(team.pools)} can ever provide (whole nodes within "
-                f"their maxGpus); allowed: at most {can_supply[resource]}",
-            )
+    problems = Problems()
+    problems.errors.extend(
+        ConfigError(
+            f"{PROJECT}:teams[{index}].quota.{field}",
+            f"{value} is more than pools {', '.join(team.pools)} can ever provide (whole nodes within "
+            f"their maxGpus); allowed: at most {can_supply[resource]}",
+        )
+        for field, (value, resource) in asked.items()
+        if value > can_supply[resource]
+    )
+    problems.raise_any()

@@ -159,12 +159,12 @@ BAD_CONFIG = [
     (
         "timeslice without replicas",
         _set("gpushare:pools.0.sharing", "timeslice"),
-        "gpushare:pools[0]: sharing timeslice needs replicas (pods per GPU, 2 to 64)",
+        "gpushare:pools[0].replicas: is required with sharing timeslice (pods per GPU, 2 to 64)",
     ),
     (
         "replicas on a HAMi pool",
         _set("gpushare:pools.0.replicas", 4),
-        "gpushare:pools[0]: replicas is only for sharing timeslice, not hami",
+        "gpushare:pools[0].replicas: 4: only for sharing timeslice, not hami",
     ),
     (
         "one replica per GPU",
@@ -185,7 +185,7 @@ BAD_CONFIG = [
     ("unknown field", _set("gpushare:pools.0.maxGPUs", 3), "gpushare:pools[0].maxGPUs: unknown key"),
     ("unknown top-level key", _set("gpushare:pool", []), "gpushare:pool: unknown key; allowed: gpushare:cluster"),
     ("missing region", _drop("aws:region"), "aws:region: is required"),
-    ("missing pools", _drop("gpushare:pools"), "gpushare:pools: Field required"),
+    ("missing pools", _drop("gpushare:pools"), "gpushare:pools: is required"),
     (
         "old karpenter",
         _set("gpushare:karpenter.chartVersion", "1.6.2"),
@@ -219,12 +219,12 @@ BAD_CONFIG = [
     (
         "public endpoint without cidrs",
         _drop("gpushare:cluster.endpoint.publicAccessCidrs"),
-        "gpushare:cluster.endpoint: publicAccess is true: list publicAccessCidrs",
+        "gpushare:cluster.endpoint.publicAccessCidrs: is required when publicAccess is true",
     ),
     (
         "bad cidr",
         _set("gpushare:cluster.endpoint.publicAccessCidrs", ["10.0.0.1/8"]),
-        "gpushare:cluster.endpoint.publicAccessCidrs: '10.0.0.1/8' is not a CIDR",
+        "gpushare:cluster.endpoint.publicAccessCidrs[0]: '10.0.0.1/8' is not a CIDR",
     ),
     (
         "bad kubernetes version",
@@ -233,8 +233,8 @@ BAD_CONFIG = [
     ),
     (
         "subnets without vpc",
-        _set("gpushare:cluster.network.privateSubnetIds", ["subnet-0abc"]),
-        "gpushare:cluster.network: privateSubnetIds/publicSubnetIds need vpcId",
+        _set("gpushare:cluster.network.privateSubnetIds", ["subnet-0123456789abcdef0"]),
+        "gpushare:cluster.network.privateSubnetIds: ['subnet-0123456789abcdef0'] needs vpcId",
     ),
     (
         "ami alias not pinned form",
@@ -244,7 +244,7 @@ BAD_CONFIG = [
     (
         "reserved namespace",
         _set("gpushare:teams.0.name", "kube-system"),
-        "gpushare:teams[0].name: 'kube-system' is a reserved namespace name",
+        "gpushare:teams[0].name: 'kube-system' is a namespace Kubernetes or the stack's own controllers use",
     ),
     (
         "bad role arn",
@@ -259,12 +259,12 @@ BAD_CONFIG = [
     (
         "repeated instance type",
         _set("gpushare:pools.0.instanceTypes", ["g5.xlarge", "g5.xlarge"]),
-        "gpushare:pools[0].instanceTypes: lists g5.xlarge more than once",
+        "gpushare:pools[0].instanceTypes[1]: 'g5.xlarge' is listed twice (first at [0])",
     ),
     (
         "system group sizes",
         _set("gpushare:cluster.systemNodeGroup.desiredSize", 9),
-        "gpushare:cluster.systemNodeGroup: need minSize <= desiredSize <= maxSize, got 2/9/3",
+        "gpushare:cluster.systemNodeGroup.desiredSize: 9: need minSize <= desiredSize <= maxSize, got 2/9/3",
     ),
     ("invalid json from engine", _set("gpushare:teams", "[{not json"), "gpushare:teams: is not valid JSON"),
     (
@@ -272,7 +272,7 @@ BAD_CONFIG = [
         _both(
             _set("gpushare:cluster.endpoint.publicAccess", False), _drop("gpushare:cluster.endpoint.publicAccessCidrs")
         ),
-        "gpushare:cluster.endpoint: publicAccess is false and nobody may reach the private endpoint",
+        "gpushare:cluster.endpoint.privateAccessCidrs: publicAccess is false and nobody may reach the private endpoint",
     ),
     (
         "private ranges without a private endpoint",
@@ -280,17 +280,17 @@ BAD_CONFIG = [
             _set("gpushare:cluster.endpoint.privateAccess", False),
             _set("gpushare:cluster.endpoint.privateAccessCidrs", ["10.0.0.0/8"]),
         ),
-        "gpushare:cluster.endpoint: privateAccessCidrs/privateAccessSecurityGroupIds are set but privateAccess",
+        "gpushare:cluster.endpoint.privateAccessCidrs: ['10.0.0.0/8'] is set but privateAccess is false",
     ),
     (
         "bad security group",
         _set("gpushare:cluster.endpoint.privateAccessSecurityGroupIds", ["default"]),
-        "gpushare:cluster.endpoint.privateAccessSecurityGroupIds: 'default' is not a security group id",
+        "gpushare:cluster.endpoint.privateAccessSecurityGroupIds[0]: 'default' is not a security group id",
     ),
     (
         "admin that is not an IAM principal",
         _set("gpushare:cluster.adminPrincipalArns", ["arn:aws:s3:::bucket"]),
-        "gpushare:cluster.adminPrincipalArns: 'arn:aws:s3:::bucket' is not an IAM role or user ARN",
+        "gpushare:cluster.adminPrincipalArns[0]: 'arn:aws:s3:::bucket' is not an IAM role or user ARN",
     ),
     (
         "log retention CloudWatch refuses",
@@ -300,7 +300,7 @@ BAD_CONFIG = [
     (
         "team lists a pool twice",
         _set("gpushare:teams.1.pools", ["g4dn-shared", "g4dn-shared"]),
-        "gpushare:teams[1].pools: lists g4dn-shared more than once",
+        "gpushare:teams[1].pools[1]: 'g4dn-shared' is listed twice (first at [0])",
     ),
     (
         "mirror for a registry the stack never pulls from",
