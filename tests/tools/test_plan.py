@@ -59,7 +59,7 @@ def test_unreadable_stack_file_exits_2(tmp_path):
     garbage = tmp_path / "Pulumi.garbage.yaml"
     garbage.write_text("config: [unclosed")
     bad = run_plan(garbage, tmp_path / "out")
-    assert bad.returncode == 2 and "did not find expected" in bad.stderr and "Traceback" not in bad.stderr
+    assert bad.returncode == 2 and "YAML syntax error at line 2 col 1: did not find expected" in bad.stderr and "Traceback" not in bad.stderr
 
 
 @pytest.mark.parametrize(
@@ -67,15 +67,23 @@ def test_unreadable_stack_file_exits_2(tmp_path):
     [
         (
             "config:\n  aws:region: us-west-2\n  gpushare:pools: []\n  aws:region: eu-west-1\n",
-            "line 4, column 3: duplicate key 'aws:region' (first on line 2)",
+            "YAML error at line 4 col 3: duplicate key 'aws:region' (first on line 2)",
         ),
         (
             "config:\n  gpushare:teams:\n    - name: a\n      name: b\n",
-            "line 4, column 7: duplicate key 'name' (first on line 3)",
+            "YAML error at line 4 col 7: duplicate key 'name' (first on line 3)",
         ),
-        ("config:\n\taws:region: us-west-2\n", "line 2, column 1: found character that cannot start any token"),
+        (
+            "config:\n\taws:region: us-west-2\n",
+            "YAML syntax error at line 2 col 1: tabs are not allowed for indentation in YAML",
+        ),
+        (
+            "config:\n  gpushare:pools:\n  - name: a\n    \tmaxGpus: 3\n",
+            "YAML syntax error at line 4 col 5: tabs are not allowed for indentation in YAML",
+        ),
+        ("config:\n  aws:region: [us-west-2\n", "YAML syntax error at line 3 col 1: did not find expected ',' or ']'"),
     ],
-    ids=["top-level key", "nested key", "tab"],
+    ids=["top-level key", "nested key", "tab at the start", "tab after spaces", "syntax"],
 )
 def test_stack_file_mistakes_yaml_hides_are_refused_with_line_and_column(tmp_path, text, message):
     stack_file = tmp_path / "Pulumi.typo.yaml"
