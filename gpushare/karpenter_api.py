@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
+from gpushare import names
+
 # karpenter.sh_nodepools.yaml (v1), as the CRD writes them: RE2 (and pydantic's Rust engine) match `$` at the very
 # end only; `crd_regex` compiles them so Python does too.
 DURATION_PATTERN: Final = r"^([0-9]+(s|m|h))+$"  # template.spec.terminationGracePeriod
@@ -46,7 +48,7 @@ NEVER: Final = "Never"
 # `kubernetes.io/cluster...` key (the ownership tag).
 RESTRICTED_NODE_CLASS_TAGS: Final = (
     "eks:eks-cluster-name",
-    "karpenter.sh/nodepool",
+    names.NODEPOOL_LABEL,
     "karpenter.sh/nodeclaim",
     "karpenter.k8s.aws/ec2nodeclass",
 )

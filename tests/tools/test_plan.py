@@ -59,7 +59,11 @@ def test_unreadable_stack_file_exits_2(tmp_path):
     garbage = tmp_path / "Pulumi.garbage.yaml"
     garbage.write_text("config: [unclosed")
     bad = run_plan(garbage, tmp_path / "out")
-    assert bad.returncode == 2 and "YAML syntax error at line 2 col 1: did not find expected" in bad.stderr and "Traceback" not in bad.stderr
+    assert (
+        bad.returncode == 2
+        and "YAML syntax error at line 2 col 1: did not find expected" in bad.stderr
+        and "Traceback" not in bad.stderr
+    )
 
 
 @pytest.mark.parametrize(
