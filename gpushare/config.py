@@ -684,6 +684,23 @@ class TeamConfig(_Model):
         return value
 
 
+# Kubernetes label syntax (apimachinery validation.IsQualifiedName / IsValidLabelValue).
+_LABEL_NAME = r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_DNS_SUBDOMAIN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
+
+
+def _label_problem(key: str, value: str) -> str | None:
+    """Why the API server refuses the label `key: value` on an object, or None."""
+    prefix, _, name = key.rpartition("/")
+    if not (re.fullmatch(_LABEL_NAME, name) and len(name) <= 63) or (
+        prefix and not (re.fullmatch(_DNS_SUBDOMAIN, prefix) and len(prefix) <= 253)
+    ):
+        return f"{key!r} is not a label key; allowed: [prefix/]name, name up to 63 of A-Z a-z 0-9 - _ ."
+    if value and not (re.fullmatch(_LABEL_NAME, value) and len(value) <= 63):
+        return f"{key!r}: {value!r} is not a label value; allowed: up to 63 of A-Z a-z 0-9 - _ ., alphanumeric ends"
+    return None
+
+
 class ExistingPrometheusConfig(_Model):
     """A Prometheus the user already runs: the stack only adds scrape objects, rules and the dashboard."""
 
@@ -695,6 +712,12 @@ class ExistingPrometheusConfig(_Model):
         default={},
         description="Labels its serviceMonitorSelector/ruleSelector match, added to every object the stack creates",
     )
+
+    @field_validator("labels")
+    @classmethod
+    def _labels(cls, value: dict[str, str]) -> dict[str, str]:
+        raise_at([((key,), problem) for key, label in value.items() if (problem := _label_problem(key, label))])
+        return value
 
 
 class AlertThresholdsConfig(_Model):

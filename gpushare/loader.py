@@ -65,7 +65,8 @@ def load_stack_config(raw: Mapping[str, Any], catalog: Catalog | None = None, *,
     try:
         config = StackConfig.model_validate(data)
     except ValidationError as error:
-        problems.errors.extend(all_errors(error, _config_key).errors)
+        reported = {problem.key for problem in problems.errors}  # a key that is not JSON is not also "required"
+        problems.errors.extend(e for e in all_errors(error, _config_key).errors if e.key not in reported)
         problems.raise_any()
         raise  # unreachable: a ValidationError always carries a problem
     problems.raise_any()
@@ -82,6 +83,15 @@ def check_references(config: StackConfig, catalog: Catalog, today: date) -> None
     problems.check(_unique_names, "teams", [t.name for t in config.teams])
     problems.errors.extend(_principals_once(config))
     problems.errors.extend(_nodes_reach_the_endpoint(config))
+    problems.errors.extend(
+        ConfigError(
+            f"{PROJECT}:cluster.systemNodeGroup.instanceTypes[{j}]",
+            f"{type_name!r} is a GPU type: system nodes run the controllers on-demand all the time; allowed: a "
+            "non-GPU type like m7i.large",
+        )
+        for j, type_name in enumerate(config.cluster.system_node_group.instance_types)
+        if type_name in catalog.instance_type_names
+    )
     pool_names = [p.name for p in config.pools]
     for i, pool in enumerate(config.pools):
         problems.check(_check_pool, config, catalog, i, pool)

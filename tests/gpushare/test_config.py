@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 
-from gpushare import pins
+from gpushare import karpenter_api, names, pins
+from gpushare.config import ConsolidationPolicy
 from gpushare.errors import ConfigError
 from gpushare.loader import load_stack_config
+from gpushare.render import karpenter
 from tests.conftest import PLAN_DATE, raw_stack
 
 
@@ -340,6 +342,8 @@ def test_bad_config_names_the_key(mutate, expected):
     lines = str(caught.value).splitlines()
     assert any(line.startswith(expected) for line in lines), lines
     assert all(line.startswith(("gpushare:", "aws:")) for line in lines), lines
+    keys = [line.split(": ")[0] for line in lines]
+    assert len(keys) == len(set(keys)), lines  # one problem, one line
 
 
 def test_every_problem_is_reported_not_only_the_first():
@@ -400,3 +404,251 @@ def test_a_digest_pinned_mock_image_is_accepted():
     image = "docker.io/projecthami/mock-device-plugin:1.0.1@sha256:" + "0" * 64
     raw["gpushare:hami"]["mockDevicePluginImage"] = image
     assert load_stack_config(raw, today=PLAN_DATE).hami.mock_device_plugin_image == image
+
+
+# Issue 20 class 3: what the stack file alone decides is a config error (exit 2), not a finding after rendering.
+STACK_FILE_MISTAKES = [
+    (
+        "v-prefixed Karpenter chart",
+        _set("gpushare:karpenter.chartVersion", "v1.15.1"),
+        "gpushare:karpenter.chartVersion: 'v1.15.1': Karpenter's OCI charts are tagged without a leading v; "
+        "write 1.15.1",
+    ),
+    (
+        "tag with the reserved aws: prefix",
+        _set("gpushare:cluster.tags", {"aws:owner": "ml"}),
+        "gpushare:cluster.tags.aws:owner: 'aws:owner': the aws: prefix is reserved for AWS",
+    ),
+    (
+        "tag Karpenter sets itself",
+        _set("gpushare:cluster.tags", {"karpenter.sh/nodepool": "x"}),
+        "gpushare:cluster.tags.karpenter.sh/nodepool: 'karpenter.sh/nodepool': 'x': Karpenter sets "
+        "karpenter.sh/nodepool",
+    ),
+    (
+        "cluster-ownership tag",
+        _set("gpushare:cluster.tags", {"kubernetes.io/cluster/gpushare-dev": "owned"}),
+        "gpushare:cluster.tags.kubernetes.io/cluster/gpushare-dev: 'kubernetes.io/cluster/gpushare-dev': 'owned': "
+        "Karpenter sets the cluster-ownership tag itself",
+    ),
+    (
+        "empty tag value",
+        _set("gpushare:cluster.tags", {"team": ""}),
+        "gpushare:cluster.tags.team: 'team': '': the EC2NodeClass CRD refuses empty tag keys and values",
+    ),
+    (
+        "tag with a character AWS refuses",
+        _set("gpushare:cluster.tags", {"cost#center": "42"}),
+        "gpushare:cluster.tags.cost#center: 'cost#center': '42': allowed: letters, digits, spaces",
+    ),
+    (
+        "tag key too long",
+        _set("gpushare:cluster.tags", {"k" * 129: "v"}),
+        "gpushare:cluster.tags." + "k" * 129 + ": '" + "k" * 129 + "': 'v': AWS allows keys of 1 to 128",
+    ),
+    (
+        "Prometheus label key",
+        _set("gpushare:monitoring", {"existingPrometheus": {"url": "http://p.m.svc:9090", "labels": {"-x": "a"}}}),
+        "gpushare:monitoring.existingPrometheus.labels.-x: '-x' is not a label key",
+    ),
+    (
+        "Prometheus label value",
+        _set("gpushare:monitoring", {"existingPrometheus": {"url": "http://p.m.svc:9090", "labels": {"r": "a b"}}}),
+        "gpushare:monitoring.existingPrometheus.labels.r: 'r': 'a b' is not a label value",
+    ),
+    (
+        "GPU type as a system node",
+        _set("gpushare:cluster.systemNodeGroup.instanceTypes", ["m7i.large", "g5.xlarge"]),
+        "gpushare:cluster.systemNodeGroup.instanceTypes[1]: 'g5.xlarge' is a GPU type",
+    ),
+    # Issue 20 class 9: cross-key checks.
+    *(
+        (
+            f"team named like the {namespace} namespace",
+            _set("gpushare:teams.1.name", namespace),
+            f"gpushare:teams[1].name: {namespace!r} is a namespace Kubernetes or the stack's own controllers use",
+        )
+        for namespace in names.STACK_NAMESPACES
+    ),
+    (
+        "budget schedule the pattern admits but Karpenter cannot parse",
+        _set("gpushare:pools.1.disruption.budgets.0.schedule", "0 15 * * mon-fry"),
+        "gpushare:pools[1].disruption.budgets[0].schedule: '0 15 * * mon-fry': Karpenter's cron parser refuses it: "
+        "'fry' is not a number or sun, mon, tue, wed, thu, fri, sat",
+    ),
+    (
+        "budget schedule with 7 for Sunday",
+        _set("gpushare:pools.1.disruption.budgets.0.schedule", "0 15 * * 7"),
+        "gpushare:pools[1].disruption.budgets[0].schedule: '0 15 * * 7': Karpenter's cron parser refuses it: day of "
+        "week '7' ends above 6 (Sunday is 0 or sun)",
+    ),
+    (
+        "budget schedule that never opens",
+        _set("gpushare:pools.1.disruption.budgets.0.schedule", "0 0 31 4 *"),
+        "gpushare:pools[1].disruption.budgets[0].schedule: '0 0 31 4 *': it matches no time",
+    ),
+    (
+        "public-only endpoint that shuts out the NAT addresses",
+        _both(
+            _set("gpushare:cluster.endpoint.privateAccess", False),
+            _set("gpushare:cluster.endpoint.publicAccessCidrs", ["203.0.113.0/24"]),
+        ),
+        "gpushare:cluster.endpoint.publicAccessCidrs: ['203.0.113.0/24'] with privateAccess false shuts out the nodes",
+    ),
+    (
+        "admin principal that is also a team's role",
+        _both(
+            _set("gpushare:cluster.adminPrincipalArns", ["arn:aws:iam::123456789012:role/ml"]),
+            _set("gpushare:teams.1.namespaceAccessRoleArn", "arn:aws:iam::123456789012:role/ml"),
+        ),
+        "gpushare:teams[1].namespaceAccessRoleArn: 'arn:aws:iam::123456789012:role/ml' is already "
+        "gpushare:cluster.adminPrincipalArns[0]: EKS gives a principal one access entry",
+    ),
+    (
+        "two teams with one role (IAM names ignore case)",
+        _both(
+            _set("gpushare:teams.0.namespaceAccessRoleArn", "arn:aws:iam::123456789012:role/ML"),
+            _set("gpushare:teams.1.namespaceAccessRoleArn", "arn:aws:iam::123456789012:role/ml"),
+        ),
+        "gpushare:teams[1].namespaceAccessRoleArn: 'arn:aws:iam::123456789012:role/ml' is already "
+        "gpushare:teams[0].namespaceAccessRoleArn",
+    ),
+    (
+        "admin listed twice",
+        _set("gpushare:cluster.adminPrincipalArns", ["arn:aws:iam::123456789012:role/a"] * 2),
+        "gpushare:cluster.adminPrincipalArns[1]: principal 'arn:aws:iam::123456789012:role/a' is listed twice "
+        "(first at [0])",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("mutate", "expected"), [c[1:] for c in STACK_FILE_MISTAKES], ids=[c[0] for c in STACK_FILE_MISTAKES]
+)
+def test_stack_file_mistakes_are_config_errors(mutate, expected):
+    test_bad_config_names_the_key(mutate, expected)
+
+
+# Each list key reports its item by index (class 9), one line per key and value (class 4).
+LIST_ITEMS = [
+    ("gpushare:cluster.adminPrincipalArns", ["arn:aws:iam::123456789012:role/ok", "ci"]),
+    ("gpushare:cluster.endpoint.publicAccessCidrs", ["0.0.0.0/0", "10.0.0.1/8"]),
+    ("gpushare:cluster.endpoint.privateAccessSecurityGroupIds", ["sg-0123456789abcdef0", "default"]),
+    ("gpushare:cluster.systemNodeGroup.instanceTypes", ["m7i.large", "large"]),
+    ("gpushare:pools.0.capacityTypes", ["on-demand", "spto"]),
+    ("gpushare:pools.0.instanceTypes", ["g5.xlarge", "g5.xlarge"]),
+    ("gpushare:pools.1.disruption.budgets.0.reasons", ["Empty", "Empty"]),
+    ("gpushare:teams.0.pools", ["g5-shared", "g5-shared"]),
+]
+
+
+@pytest.mark.parametrize(("path", "items"), LIST_ITEMS, ids=[path for path, _ in LIST_ITEMS])
+def test_a_bad_list_item_is_named_by_its_index_on_one_line(path, items):
+    raw = raw_stack("dev")
+    _set(path, items)(raw)
+    with pytest.raises(ConfigError) as caught:
+        load_stack_config(raw)
+    key = path.split(".")[0] + "".join(f"[{p}]" if p.isdigit() else f".{p}" for p in path.split(".")[1:])
+    assert [line.split(": ")[0] for line in str(caught.value).splitlines()] == [f"{key}[1]"]
+
+
+def test_one_bad_value_is_one_line():
+    """pydantic reports a list whose only item failed twice (the item, then the list's length): one line stays."""
+    raw = raw_stack("dev")
+    _set("gpushare:pools.0.capacityTypes", ["spto"])(raw)
+    with pytest.raises(ConfigError) as caught:
+        load_stack_config(raw)
+    assert str(caught.value).splitlines() == [
+        "gpushare:pools[0].capacityTypes[0]: Input should be 'on-demand' or 'spot' (got 'spto')"
+    ]
+
+
+def test_every_instance_type_and_quota_problem_is_reported():
+    raw = raw_stack("dev")
+    _set("gpushare:pools.0.instanceTypes", ["g5.huge", "g5.xlarge", "g5.48xlarge"])(raw)
+    _set("gpushare:pools.1.instanceTypes", ["g4dn.xlarge", "g4dn.12xlarge", "g4dn.metal"])(raw)
+    with pytest.raises(ConfigError) as caught:
+        load_stack_config(raw)
+    assert [line.split(": ")[0] for line in str(caught.value).splitlines()] == [
+        "gpushare:pools[0].instanceTypes[0]",
+        "gpushare:pools[0].instanceTypes[2]",
+        "gpushare:pools[1].maxGpus",
+    ]
+    raw = raw_stack("dev")
+    _set("gpushare:teams.1.quota.gpus", 41)(raw)
+    _set("gpushare:teams.1.quota.gpuCores", 401)(raw)
+    with pytest.raises(ConfigError) as caught:
+        load_stack_config(raw)
+    assert [line.split(": ")[0] for line in str(caught.value).splitlines()] == [
+        "gpushare:teams[1].quota.gpus",
+        "gpushare:teams[1].quota.gpuCores",
+    ]
+
+
+# Values Karpenter's NodePool CRD accepts are accepted and reach the NodePool as written (class 4).
+KARPENTER_VALUES = [
+    ("consolidateAfter", "Never"),
+    ("consolidateAfter", "0s"),
+    ("consolidateAfter", "1h30m"),
+    ("expireAfter", "Never"),
+    ("expireAfter", "2h45m10s"),
+    ("terminationGracePeriod", "48h30m"),
+    *(("consolidationPolicy", policy) for policy in karpenter_api.CONSOLIDATION_POLICIES),
+]
+
+
+@pytest.mark.parametrize(("key", "value"), KARPENTER_VALUES, ids=[f"{k} {v}" for k, v in KARPENTER_VALUES])
+def test_values_the_nodepool_crd_accepts_are_accepted(key, value):
+    raw = raw_stack("dev")
+    raw["gpushare:pools"][0]["disruption"] = {key: value}
+    config = load_stack_config(raw)
+    spec = karpenter.node_pool(config, config.pools[0])["spec"]
+    rendered = spec["template"]["spec"] if key in ("expireAfter", "terminationGracePeriod") else spec["disruption"]
+    assert rendered[key] == value
+
+
+@pytest.mark.parametrize(
+    "budget",
+    [
+        {"nodes": "100%", "schedule": "@daily", "duration": "1h30m"},
+        {"nodes": 0, "schedule": "*/30 9-17 1,15 JAN-jun mon-fri", "duration": "30m0s"},
+        {"nodes": "0", "schedule": "0  15 * * sun,sat", "duration": "9h"},
+        {"nodes": "5", "schedule": "0 0 31 2 mon", "duration": "1h"},
+    ],
+)
+def test_budgets_karpenter_accepts_are_accepted(budget):
+    raw = raw_stack("dev")
+    raw["gpushare:pools"][1]["disruption"]["budgets"] = [budget]
+    assert load_stack_config(raw).pool("g4dn-shared").disruption.budgets[0].schedule == budget["schedule"]
+
+
+def test_config_takes_the_consolidation_policies_karpenter_takes():
+    assert get_args(ConsolidationPolicy) == karpenter_api.CONSOLIDATION_POLICIES
+
+
+@pytest.mark.parametrize(
+    "endpoint",
+    [
+        {"publicAccess": False, "privateAccess": True, "privateAccessCidrs": ["10.0.0.0/8"]},
+        {"publicAccess": True, "privateAccess": True, "publicAccessCidrs": ["203.0.113.0/24"]},
+        {"publicAccess": True, "privateAccess": False, "publicAccessCidrs": ["0.0.0.0/0"]},
+    ],
+)
+def test_endpoints_nodes_can_reach_are_accepted(endpoint):
+    raw = raw_stack("dev")
+    raw["gpushare:cluster"]["endpoint"] = endpoint
+    assert load_stack_config(raw).cluster.endpoint.public_access == endpoint["publicAccess"]
+
+
+def test_an_existing_vpc_may_list_its_own_nat_addresses():
+    raw = raw_stack("dev")
+    raw["gpushare:cluster"]["network"] = {
+        "vpcId": "vpc-0123456789abcdef0",
+        "privateSubnetIds": ["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"],
+    }
+    raw["gpushare:cluster"]["endpoint"] = {
+        "publicAccess": True,
+        "privateAccess": False,
+        "publicAccessCidrs": ["198.51.100.7/32"],
+    }
+    assert not load_stack_config(raw).cluster.endpoint.private_access

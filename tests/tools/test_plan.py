@@ -53,6 +53,26 @@ def test_bad_config_exits_2_with_one_line_and_writes_nothing(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("gpushare:karpenter", {"chartVersion": "v1.15.1"}, "error: gpushare:karpenter.chartVersion: 'v1.15.1'"),
+        ("gpushare:cluster", {"tags": {"karpenter.sh/nodepool": "x"}}, "error: gpushare:cluster.tags.karpenter.sh"),
+    ],
+    ids=["v-prefixed chart", "tag Karpenter sets"],
+)
+def test_what_the_pack_caught_after_rendering_is_a_config_error(tmp_path, key, value, message):
+    """Exit 2 before anything is written, where the pack used to exit 1 after the plan was rendered."""
+    raw = raw_stack("dev")
+    raw[key].update(value)
+    stack_file = tmp_path / "Pulumi.typo.yaml"
+    stack_file.write_text(yaml.safe_dump({"config": raw}))
+    completed = run_plan(stack_file, tmp_path / "out")
+    assert completed.returncode == 2
+    assert completed.stderr.startswith(message) and completed.stderr.count("\n") == 1, completed.stderr
+    assert not (tmp_path / "out").exists()
+
+
 def test_unreadable_stack_file_exits_2(tmp_path):
     missing = run_plan(tmp_path / "Pulumi.nope.yaml", tmp_path / "out")
     assert missing.returncode == 2 and "cannot read" in missing.stderr
