@@ -141,9 +141,13 @@ class NetworkConfig(_Model):
     @classmethod
     def _cidr(cls, value: str | None) -> str | None:
         if value is not None:
-            network = ipaddress.ip_network(value, strict=True)
+            allowed = "allowed: an IPv4 CIDR from /16 to /20 with host bits zero, e.g. 10.0.0.0/16"
+            try:
+                network = ipaddress.ip_network(value, strict=True)
+            except ValueError:
+                raise ValueError(f"{value!r} is not a CIDR; {allowed}") from None
             if network.version != 4 or not 16 <= network.prefixlen <= 20:
-                raise ValueError(f"{value!r} must be an IPv4 CIDR from /16 to /20")
+                raise ValueError(f"{value!r}: {allowed}")
         return value
 
     _unique_subnets = field_validator("private_subnet_ids", "public_subnet_ids")(_unique)
@@ -474,16 +478,24 @@ class HamiConfig(_Model):
     @model_validator(mode="after")
     def _compatible(self) -> HamiConfig:
         tag = compat.mock_image_tag(self.mock_device_plugin_image)
+        problems: list[tuple[tuple[int | str, ...], str]] = []
         if self.chart_version not in compat.MOCK_COMPATIBLE_HAMI[tag]:
-            raise ValueError(
-                f"chartVersion {self.chart_version} writes a device config mock {tag} cannot parse; "
-                f"allowed with mock {tag}: {', '.join(compat.MOCK_COMPATIBLE_HAMI[tag])}"
+            problems.append(
+                (
+                    ("chartVersion",),
+                    f"{self.chart_version} writes a device config mock {tag} cannot parse; "
+                    f"allowed with mock {tag}: {', '.join(compat.MOCK_COMPATIBLE_HAMI[tag])}",
+                )
             )
         if self.profile.memory_factor != 1:
-            raise ValueError(
-                f"profile.memoryFactor {self.profile.memory_factor}: HAMi chart {self.chart_version} hard-codes "
-                "memoryFactor: 1 in its device ConfigMap, so no other value would reach HAMi; allowed: 1"
+            problems.append(
+                (
+                    ("profile", "memoryFactor"),
+                    f"{self.profile.memory_factor}: HAMi chart {self.chart_version} hard-codes memoryFactor: 1 in "
+                    "its device ConfigMap, so no other value would reach HAMi; allowed: 1",
+                )
             )
+        raise_at(problems)
         return self
 
 

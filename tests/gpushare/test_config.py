@@ -196,7 +196,7 @@ BAD_CONFIG = [
     (
         "hami too new for mock",
         _set("gpushare:hami.chartVersion", "2.10.0"),
-        "gpushare:hami: chartVersion 2.10.0 writes a device config mock 1.0.1 cannot parse",
+        "gpushare:hami.chartVersion: 2.10.0 writes a device config mock 1.0.1 cannot parse",
     ),
     (
         "unknown hami chart",
@@ -206,7 +206,7 @@ BAD_CONFIG = [
     (
         "memoryFactor the chart cannot set",
         _set("gpushare:hami.profile.memoryFactor", 4),
-        f"gpushare:hami: profile.memoryFactor 4: HAMi chart {pins.chart_version('hami')} hard-codes memoryFactor: 1",
+        f"gpushare:hami.profile.memoryFactor: 4: HAMi chart {pins.chart_version('hami')} hard-codes memoryFactor: 1",
     ),
     (
         "untagged mock image",
@@ -455,6 +455,11 @@ STACK_FILE_MISTAKES = [
         "Prometheus label value",
         _set("gpushare:monitoring", {"existingPrometheus": {"url": "http://p.m.svc:9090", "labels": {"r": "a b"}}}),
         "gpushare:monitoring.existingPrometheus.labels.r: 'r': 'a b' is not a label value",
+    ),
+    (
+        "VPC range that is not a CIDR",
+        _set("gpushare:cluster.network.vpcCidr", "10.20.0.0/33"),
+        "gpushare:cluster.network.vpcCidr: '10.20.0.0/33' is not a CIDR; allowed: an IPv4 CIDR from /16 to /20",
     ),
     (
         "GPU type as a system node",
