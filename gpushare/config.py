@@ -44,16 +44,16 @@ UpstreamRegistry = Annotated[str, AfterValidator(_upstream_registry)]
 MirrorPrefix = Annotated[str, AfterValidator(_mirror_prefix)]
 
 
-def _subnet_id(value: str) -> str:
-    if not re.fullmatch(r"subnet-[0-9a-f]{8,17}", value):
-        raise ValueError(f"{value!r} is not a subnet id like subnet-0123456789abcdef0")
-    return value
+def _text_matching(pattern: str, example: str) -> Any:
+    """A string type whose values must match `pattern` whole, refused as `'<value>' is not <example>`; as a list's
+    item type, pydantic names the bad item by its index."""
 
+    def check(value: str) -> str:
+        if not re.fullmatch(pattern, value):
+            raise ValueError(f"{value!r} is not {example}")
+        return value
 
-def _security_group_id(value: str) -> str:
-    if not re.fullmatch(r"sg-[0-9a-f]{8,17}", value):
-        raise ValueError(f"{value!r} is not a security group id like sg-0123456789abcdef0")
-    return value
+    return Annotated[str, AfterValidator(check)]
 
 
 def _cidr(value: str) -> str:
@@ -64,9 +64,10 @@ def _cidr(value: str) -> str:
     return value
 
 
-def _instance_type(value: str) -> str:
-    if not re.fullmatch(r"[a-z][a-z0-9-]*\.[a-z0-9-]+", value):
-        raise ValueError(f"{value!r} is not an EC2 instance type like m7i.large")
+def _schedule(value: str) -> str:
+    problem = karpenter_api.schedule_problem(value)
+    if problem is not None:
+        raise ValueError(f"{value!r}: {problem}")
     return value
 
 
@@ -76,25 +77,12 @@ def principal_key(arn: str) -> str:
     return arn.lower()
 
 
-def _principal(value: str) -> str:
-    if not re.fullmatch(ARN_PRINCIPAL, value):
-        raise ValueError(f"{value!r} is not an IAM role or user ARN like arn:aws:iam::123456789012:role/ci")
-    return value
-
-
-def _schedule(value: str) -> str:
-    problem = karpenter_api.schedule_problem(value)
-    if problem is not None:
-        raise ValueError(f"{value!r}: {problem}")
-    return value
-
-
-SubnetId = Annotated[str, AfterValidator(_subnet_id)]
-SecurityGroupId = Annotated[str, AfterValidator(_security_group_id)]
-Cidr = Annotated[str, AfterValidator(_cidr)]
-InstanceTypeName = Annotated[str, AfterValidator(_instance_type)]
 ARN_PRINCIPAL = r"^arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/[\w+=,.@/-]+$"
-PrincipalArn = Annotated[str, AfterValidator(_principal)]
+SubnetId = _text_matching(r"subnet-[0-9a-f]{8,17}", "a subnet id like subnet-0123456789abcdef0")
+SecurityGroupId = _text_matching(r"sg-[0-9a-f]{8,17}", "a security group id like sg-0123456789abcdef0")
+InstanceTypeName = _text_matching(r"[a-z][a-z0-9-]*\.[a-z0-9-]+", "an EC2 instance type like m7i.large")
+PrincipalArn = _text_matching(ARN_PRINCIPAL, "an IAM role or user ARN like arn:aws:iam::123456789012:role/ci")
+Cidr = Annotated[str, AfterValidator(_cidr)]
 
 
 def _unique(value: tuple[Any, ...]) -> tuple[Any, ...]:

@@ -333,19 +333,6 @@ BAD_CONFIG = [
 ]
 
 
-@pytest.mark.parametrize(("mutate", "expected"), [c[1:] for c in BAD_CONFIG], ids=[c[0] for c in BAD_CONFIG])
-def test_bad_config_names_the_key(mutate, expected):
-    raw = raw_stack("dev")
-    mutate(raw)
-    with pytest.raises(ConfigError) as caught:
-        load_stack_config(raw, today=PLAN_DATE)
-    lines = str(caught.value).splitlines()
-    assert any(line.startswith(expected) for line in lines), lines
-    assert all(line.startswith(("gpushare:", "aws:")) for line in lines), lines
-    keys = [line.split(": ")[0] for line in lines]
-    assert len(keys) == len(set(keys)), lines  # one problem, one line
-
-
 def test_every_problem_is_reported_not_only_the_first():
     raw = raw_stack("dev")
     _set("gpushare:pools.0.maxGpus", 0)(raw)
@@ -528,10 +515,20 @@ STACK_FILE_MISTAKES = [
 
 
 @pytest.mark.parametrize(
-    ("mutate", "expected"), [c[1:] for c in STACK_FILE_MISTAKES], ids=[c[0] for c in STACK_FILE_MISTAKES]
+    ("mutate", "expected"),
+    [c[1:] for c in BAD_CONFIG + STACK_FILE_MISTAKES],
+    ids=[c[0] for c in BAD_CONFIG + STACK_FILE_MISTAKES],
 )
-def test_stack_file_mistakes_are_config_errors(mutate, expected):
-    test_bad_config_names_the_key(mutate, expected)
+def test_bad_config_names_the_key(mutate, expected):
+    raw = raw_stack("dev")
+    mutate(raw)
+    with pytest.raises(ConfigError) as caught:
+        load_stack_config(raw)
+    lines = str(caught.value).splitlines()
+    assert any(line.startswith(expected) for line in lines), lines
+    assert all(line.startswith(("gpushare:", "aws:")) for line in lines), lines
+    keys = [line.split(": ")[0] for line in lines]
+    assert len(keys) == len(set(keys)), lines  # one problem, one line
 
 
 # Each list key reports its item by index (class 9), one line per key and value (class 4).

@@ -226,8 +226,10 @@ RULE = Rule(
     name="nodepool-crd-valid",
     order=28,
     description=f"Every NodePool passes the pinned {names.KARPENTER_API} NodePool CRD's schema and CEL rules: weight, "
-    "durations, disruption and budgets, requirements, template labels, taints, nodeClassRef and limits.",
-    why="The API server refuses such a NodePool only at `pulumi up`, after other resources changed.",
+    "durations, disruption and budgets (schedules parsed as Karpenter's cron parser does), requirements, template "
+    "labels, taints, nodeClassRef and limits.",
+    why="The API server refuses such a NodePool only at `pulumi up`, after other resources changed; a budget "
+    "schedule it admits but Karpenter cannot parse stops all disruption of the pool.",
     remediation="Write the field as the CRD accepts it (the message names the field and the CRD's rule).",
     enforcement="mandatory",
     severity="high",
