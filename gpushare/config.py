@@ -378,16 +378,15 @@ _TAG_SYMBOLS = frozenset("_.:/=+-@")
 
 
 def _tag_problem(key: str, value: str) -> str | None:
-    """Why AWS or Karpenter refuses the tag `key: value`, or None."""
+    """Why AWS or Karpenter refuses the tag `key: value`, or None (the key is in the line's path already)."""
     if key.lower().startswith("aws:"):
-        return f"{key!r}: the aws: prefix is reserved for AWS; allowed: any other key"
+        return "the aws: prefix is reserved for AWS; allowed: any other key"
     if not 1 <= len(key) <= 128 or len(value) > 256:
-        return f"{key!r}: {value!r}: AWS allows keys of 1 to 128 and values of up to 256 characters"
-    text = key + value
-    if any(not (char.isalnum() or char == " " or char in _TAG_SYMBOLS) for char in text):
-        return f"{key!r}: {value!r}: allowed: letters, digits, spaces and _ . : / = + - @"
+        return f"{value!r}: AWS allows keys of 1 to 128 characters and values of up to 256"
+    if any(not (char.isalnum() or char == " " or char in _TAG_SYMBOLS) for char in key + value):
+        return f"{value!r}: allowed in keys and values: letters, digits, spaces and _ . : / = + - @"
     problem = karpenter_api.node_class_tag_problem(key, value)
-    return None if problem is None else f"{key!r}: {value!r}: {problem} (GPU nodes carry these tags)"
+    return None if problem is None else f"{value!r}: {problem} (GPU nodes carry these tags)"
 
 
 class KarpenterConfig(_Model):
@@ -697,7 +696,7 @@ def _label_problem(key: str, value: str) -> str | None:
     ):
         return f"{key!r} is not a label key; allowed: [prefix/]name, name up to 63 of A-Z a-z 0-9 - _ ."
     if value and not (re.fullmatch(_LABEL_NAME, value) and len(value) <= 63):
-        return f"{key!r}: {value!r} is not a label value; allowed: up to 63 of A-Z a-z 0-9 - _ ., alphanumeric ends"
+        return f"{value!r} is not a label value; allowed: up to 63 of A-Z a-z 0-9 - _ ., alphanumeric ends"
     return None
 
 

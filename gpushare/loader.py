@@ -20,6 +20,7 @@ from gpushare.catalog import Catalog, load_catalog
 from gpushare.config import CONFIG_KEYS, PROJECT, PoolConfig, StackConfig, TeamConfig, principal_key
 from gpushare.errors import ConfigError, Problems, all_errors, key_path
 from gpushare.hami import CapacityError, node_capacity
+from gpushare.render.aws_names import node_role_name, system_node_role_name
 
 
 def _config_key(loc: tuple[int | str, ...]) -> str:
@@ -147,26 +148,37 @@ def _unique_names(key: str, values: list[str]) -> None:
 
 
 def _principals_once(config: StackConfig) -> list[ConfigError]:
-    """EKS gives a principal one access entry: a role listed as admin and as a team's role, or by two teams, fails
-    `pulumi up` midway (and would give one team's people the other's namespace)."""
+    """EKS gives a principal one access entry: a role listed as admin and as a team's role, by two teams, or one of
+    the node roles the stack creates (and enters itself) fails `pulumi up` midway, and would hand one holder's
+    access to the other."""
     keys = [f"{PROJECT}:cluster.adminPrincipalArns[{i}]" for i in range(len(config.cluster.admin_principal_arns))]
     arns = list(config.cluster.admin_principal_arns)
     for i, team in enumerate(config.teams):
         if team.namespace_access_role_arn is not None:
             keys.append(f"{PROJECT}:teams[{i}].namespaceAccessRoleArn")
             arns.append(team.namespace_access_role_arn)
+    node_roles = {
+        principal_key(f"role/{name}"): name
+        for name in (node_role_name(config.cluster.name), system_node_role_name(config.cluster.name))
+    }
     first: dict[str, str] = {}
     errors = []
     for key, arn in zip(keys, arns, strict=True):
+        role = principal_key(arn).rpartition(":")[2]
         seen = first.setdefault(principal_key(arn), key)
-        if seen != key and not key.startswith(f"{PROJECT}:cluster."):  # repeats among admins are config.py's
-            errors.append(
-                ConfigError(
-                    key,
-                    f"{arn!r} is already {seen}: EKS gives a principal one access entry; allowed: a role of its own "
-                    "per team, none of them an admin principal",
-                )
+        if role in node_roles:
+            message = f"the stack creates role {node_roles[role]} and gives it a node access entry"
+        elif seen != key and not key.startswith(f"{PROJECT}:cluster."):  # repeats among admins are config.py's
+            message = f"already {seen}"
+        else:
+            continue
+        errors.append(
+            ConfigError(
+                key,
+                f"{arn!r}: {message}; EKS gives a principal one access entry; allowed: a role of its own per team, "
+                "none of them an admin principal or a role the stack creates",
             )
+        )
     return errors
 
 

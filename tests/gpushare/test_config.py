@@ -404,34 +404,32 @@ STACK_FILE_MISTAKES = [
     (
         "tag with the reserved aws: prefix",
         _set("gpushare:cluster.tags", {"aws:owner": "ml"}),
-        "gpushare:cluster.tags.aws:owner: 'aws:owner': the aws: prefix is reserved for AWS",
+        "gpushare:cluster.tags.aws:owner: the aws: prefix is reserved for AWS; allowed: any other key",
     ),
     (
         "tag Karpenter sets itself",
         _set("gpushare:cluster.tags", {"karpenter.sh/nodepool": "x"}),
-        "gpushare:cluster.tags.karpenter.sh/nodepool: 'karpenter.sh/nodepool': 'x': Karpenter sets "
-        "karpenter.sh/nodepool",
+        "gpushare:cluster.tags.karpenter.sh/nodepool: 'x': Karpenter sets karpenter.sh/nodepool itself",
     ),
     (
         "cluster-ownership tag",
         _set("gpushare:cluster.tags", {"kubernetes.io/cluster/gpushare-dev": "owned"}),
-        "gpushare:cluster.tags.kubernetes.io/cluster/gpushare-dev: 'kubernetes.io/cluster/gpushare-dev': 'owned': "
-        "Karpenter sets the cluster-ownership tag itself",
+        "gpushare:cluster.tags.kubernetes.io/cluster/gpushare-dev: 'owned': Karpenter sets the cluster-ownership tag",
     ),
     (
         "empty tag value",
         _set("gpushare:cluster.tags", {"team": ""}),
-        "gpushare:cluster.tags.team: 'team': '': the EC2NodeClass CRD refuses empty tag keys and values",
+        "gpushare:cluster.tags.team: '': the EC2NodeClass CRD refuses empty tag keys and values",
     ),
     (
         "tag with a character AWS refuses",
         _set("gpushare:cluster.tags", {"cost#center": "42"}),
-        "gpushare:cluster.tags.cost#center: 'cost#center': '42': allowed: letters, digits, spaces",
+        "gpushare:cluster.tags.cost#center: '42': allowed in keys and values: letters, digits, spaces",
     ),
     (
         "tag key too long",
         _set("gpushare:cluster.tags", {"k" * 129: "v"}),
-        "gpushare:cluster.tags." + "k" * 129 + ": '" + "k" * 129 + "': 'v': AWS allows keys of 1 to 128",
+        "gpushare:cluster.tags." + "k" * 129 + ": 'v': AWS allows keys of 1 to 128 characters",
     ),
     (
         "Prometheus label key",
@@ -441,7 +439,7 @@ STACK_FILE_MISTAKES = [
     (
         "Prometheus label value",
         _set("gpushare:monitoring", {"existingPrometheus": {"url": "http://p.m.svc:9090", "labels": {"r": "a b"}}}),
-        "gpushare:monitoring.existingPrometheus.labels.r: 'r': 'a b' is not a label value",
+        "gpushare:monitoring.existingPrometheus.labels.r: 'a b' is not a label value",
     ),
     (
         "VPC range that is not a CIDR",
@@ -493,8 +491,8 @@ STACK_FILE_MISTAKES = [
             _set("gpushare:cluster.adminPrincipalArns", ["arn:aws:iam::123456789012:role/ml"]),
             _set("gpushare:teams.1.namespaceAccessRoleArn", "arn:aws:iam::123456789012:role/ml"),
         ),
-        "gpushare:teams[1].namespaceAccessRoleArn: 'arn:aws:iam::123456789012:role/ml' is already "
-        "gpushare:cluster.adminPrincipalArns[0]: EKS gives a principal one access entry",
+        "gpushare:teams[1].namespaceAccessRoleArn: 'arn:aws:iam::123456789012:role/ml': already "
+        "gpushare:cluster.adminPrincipalArns[0]; EKS gives a principal one access entry",
     ),
     (
         "two teams with one role (IAM names ignore case)",
@@ -502,8 +500,20 @@ STACK_FILE_MISTAKES = [
             _set("gpushare:teams.0.namespaceAccessRoleArn", "arn:aws:iam::123456789012:role/ML"),
             _set("gpushare:teams.1.namespaceAccessRoleArn", "arn:aws:iam::123456789012:role/ml"),
         ),
-        "gpushare:teams[1].namespaceAccessRoleArn: 'arn:aws:iam::123456789012:role/ml' is already "
+        "gpushare:teams[1].namespaceAccessRoleArn: 'arn:aws:iam::123456789012:role/ml': already "
         "gpushare:teams[0].namespaceAccessRoleArn",
+    ),
+    (
+        "admin that is the Karpenter node role the stack creates",
+        _set("gpushare:cluster.adminPrincipalArns", ["arn:aws:iam::123456789012:role/gpushare-dev-karpenter-node"]),
+        "gpushare:cluster.adminPrincipalArns[0]: 'arn:aws:iam::123456789012:role/gpushare-dev-karpenter-node': the "
+        "stack creates role gpushare-dev-karpenter-node and gives it a node access entry",
+    ),
+    (
+        "team role that is the system node role the stack creates",
+        _set("gpushare:teams.0.namespaceAccessRoleArn", "arn:aws:iam::123456789012:role/gpushare-dev-system-node"),
+        "gpushare:teams[0].namespaceAccessRoleArn: 'arn:aws:iam::123456789012:role/gpushare-dev-system-node': the "
+        "stack creates role gpushare-dev-system-node",
     ),
     (
         "admin listed twice",
