@@ -114,7 +114,7 @@ def _problems(detail: Any) -> list[tuple[tuple[int | str, ...], str]]:
     if detail["type"] == "extra_forbidden":
         message = "unknown key (see the configuration table in README.md)"
     elif detail["type"] == "missing":
-        message = "is required (see the configuration table in README.md)"
+        message = "is required"
     elif detail["type"] != "value_error":
         message = f"{message} (got {_short(detail.get('input'))})"
     return [(loc, message)]
