@@ -42,7 +42,6 @@ BUDGET_DURATION: Final = crd_regex(BUDGET_DURATION_PATTERN)
 BUDGET_NODES: Final = crd_regex(BUDGET_NODES_PATTERN)
 BUDGET_SCHEDULE: Final = crd_regex(BUDGET_SCHEDULE_PATTERN)
 CONSOLIDATION_POLICIES: Final = ("WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced")
-NEVER: Final = "Never"
 
 # karpenter.k8s.aws_ec2nodeclasses.yaml spec.tags: Karpenter sets these itself and refuses them (CEL), and any
 # `kubernetes.io/cluster...` key (the ownership tag).
