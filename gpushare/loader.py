@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from datetime import date
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from gpushare import compat, eks, names, pins
 from gpushare.capacity import pool_plans, total_supply
@@ -44,9 +44,9 @@ def _decode(key: str, value: Any) -> Any:
 
 
 def load_stack_config(raw: Mapping[str, Any], catalog: Catalog | None = None, *, today: date) -> StackConfig:
-    """Validate the raw stack config map; ConfigErrors lists every bad key found, one line each (schema
-    problems first; cross-key rules run once the schema holds, since they need a typed model). `today` is the
-    day EKS support windows are judged for: the CLI and the program pass the real date, tests a fixed one."""
+    """Validate the raw stack config map; ConfigErrors lists every bad key found, one line each: the schema's
+    problems, and the cross-key rules' over every section that holds on its own. `today` is the day EKS support
+    windows are judged for: the CLI and the program pass the real date, tests a fixed one."""
     catalog = catalog or load_catalog()
     data: dict[str, Any] = {}
     problems = Problems()
@@ -66,37 +66,89 @@ def load_stack_config(raw: Mapping[str, Any], catalog: Catalog | None = None, *,
     try:
         config = StackConfig.model_validate(data)
     except ValidationError as error:
-        reported = {problem.key for problem in problems.errors}  # a key that is not JSON is not also "required"
-        problems.errors.extend(e for e in all_errors(error, _config_key).errors if e.key not in reported)
-        problems.raise_any()
+        problems.errors.extend(all_errors(error, _config_key).errors)
+        partial, sections = _valid_sections(data)
+        problems.check(check_references, partial, catalog, today, sections)
+        _raise_one_line_per_key(problems)
         raise  # unreachable: a ValidationError always carries a problem
-    problems.raise_any()
-    check_references(config, catalog, today)
+    problems.check(check_references, config, catalog, today)
+    _raise_one_line_per_key(problems)
     return config
 
 
-def check_references(config: StackConfig, catalog: Catalog, today: date) -> None:
-    """Cross-key rules pydantic cannot see: the EKS support window, names, catalog membership, capacity and
-    quotas. Every check runs; ConfigErrors lists what they found."""
+def _valid_sections(data: dict[str, Any]) -> tuple[StackConfig, frozenset[str]]:
+    """The stack with only the top-level sections that validate on their own (unchecked as a whole), and their
+    names: cross-key rules over those still run when another section is broken."""
+    valid: dict[str, Any] = {}
+    for name, field in StackConfig.model_fields.items():
+        key = field.alias or name
+        if key not in data:
+            if not field.is_required():
+                valid[name] = field.get_default(call_default_factory=True)
+            continue
+        try:
+            constrained = Annotated[(field.annotation, *field.metadata)] if field.metadata else field.annotation
+            valid[name] = TypeAdapter(constrained).validate_python(data[key])
+        except ValidationError:
+            continue
+    return StackConfig.model_construct(**valid), frozenset(valid)
+
+
+def _raise_one_line_per_key(problems: Problems) -> None:
+    """A key reported once: the first layer's complaint (a value that is not JSON is not also "required")."""
+    first = {}
+    for error in problems.errors:
+        first.setdefault(error.key, error)
+    problems.errors = list(first.values())
+    problems.raise_any()
+
+
+SECTIONS: frozenset[str] = frozenset(StackConfig.model_fields)
+
+
+def check_references(config: StackConfig, catalog: Catalog, today: date, sections: frozenset[str] = SECTIONS) -> None:
+    """Cross-key rules pydantic cannot see: the EKS support window, names, catalog membership, capacity, quotas,
+    access and topology. Each runs when the sections it reads are valid; ConfigErrors lists what they found."""
+
+    def ready(*needed: str) -> bool:
+        return set(needed) <= sections
+
     problems = Problems()
-    problems.check(_check_kubernetes_version, config, today)
-    problems.check(_unique_names, "pools", [p.name for p in config.pools])
-    problems.check(_unique_names, "teams", [t.name for t in config.teams])
-    problems.errors.extend(_principals_once(config))
-    problems.errors.extend(_nodes_reach_the_endpoint(config))
-    problems.errors.extend(
-        ConfigError(
-            f"{PROJECT}:cluster.systemNodeGroup.instanceTypes[{j}]",
-            f"{type_name!r} is a GPU type: system nodes run the controllers on-demand all the time; allowed: a "
-            "non-GPU type like m7i.large",
+    if ready("cluster", "karpenter"):
+        problems.check(_check_kubernetes_version, config, today)
+    if ready("cluster", "teams"):
+        problems.errors.extend(_principals_once(config))
+    if ready("cluster"):
+        problems.errors.extend(_nodes_reach_the_endpoint(config))
+        problems.errors.extend(
+            ConfigError(
+                f"{PROJECT}:cluster.systemNodeGroup.instanceTypes[{j}]",
+                f"{type_name!r} is a GPU type: system nodes run the controllers on-demand all the time; allowed: a "
+                "non-GPU type like m7i.large",
+            )
+            for j, type_name in enumerate(config.cluster.system_node_group.instance_types)
+            if type_name in catalog.instance_type_names
         )
-        for j, type_name in enumerate(config.cluster.system_node_group.instance_types)
-        if type_name in catalog.instance_type_names
-    )
-    pool_names = [p.name for p in config.pools]
+    if ready("teams"):
+        problems.check(_unique_names, "teams", [t.name for t in config.teams])
+    if not ready("pools", "hami"):
+        problems.raise_any()
+        return
+    pool_problems = Problems()
+    pool_problems.check(_unique_names, "pools", [p.name for p in config.pools])
     for i, pool in enumerate(config.pools):
-        problems.check(_check_pool, config, catalog, i, pool)
-    pools_valid = not problems.errors  # quota and admission checks compute each pool's capacity
+        pool_problems.check(_check_pool, config, catalog, i, pool)
+    problems.errors.extend(pool_problems.errors)
+    if ready("teams"):
+        # quota and admission checks compute each pool's capacity; admission also reads the cluster's version
+        problems.errors.extend(_check_teams(config, not pool_problems.errors, ready("cluster")))
+    problems.raise_any()
+
+
+def _check_teams(config: StackConfig, pools_valid: bool, cluster_valid: bool) -> list[ConfigError]:
+    """Every team names known pools (and within what they supply), every pool has a team."""
+    problems = Problems()
+    pool_names = [p.name for p in config.pools]
     used: set[str] = set()
     for i, team in enumerate(config.teams):
         unknown = [
@@ -110,13 +162,14 @@ def check_references(config: StackConfig, catalog: Catalog, today: date) -> None
         used.update(team.pools)
         if pools_valid and not unknown:
             problems.check(_check_quota, config, i, team)
-            problems.check(_check_admission, config, i, team)
+            if cluster_valid:
+                problems.check(_check_admission, config, i, team)
     for i, pool in enumerate(config.pools):
         if pool.name not in used:
             problems.errors.append(
                 ConfigError(f"{PROJECT}:pools[{i}].name", f"no team lists pool {pool.name!r}: it could never be used")
             )
-    problems.raise_any()
+    return problems.errors
 
 
 def _check_kubernetes_version(config: StackConfig, today: date) -> None:

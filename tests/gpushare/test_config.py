@@ -348,6 +348,25 @@ def test_every_problem_is_reported_not_only_the_first():
     ]
 
 
+def test_cross_key_problems_of_valid_sections_come_with_schema_problems():
+    """A broken section (cluster) does not hide what the sections that hold (pools, teams) get wrong together,
+    nor does it make up problems from what it cannot read."""
+    raw = raw_stack("dev")
+    _set("gpushare:cluster.logRetentionDays", 45)(raw)
+    _set("gpushare:cluster.adminPrincipalArns", ["arn:aws:iam::123456789012:role/ml"])(raw)
+    _set("gpushare:teams.1.namespaceAccessRoleArn", "arn:aws:iam::123456789012:role/ml")(raw)
+    _set("gpushare:teams.1.pools", ["g4dn-shared", "a100-pool"])(raw)
+    _set("gpushare:teams.0.quota.gpus", 10_000)(raw)
+    _set("gpushare:teams.0.spotOnly", True)(raw)  # admission reads the cluster's version: not judged while broken
+    with pytest.raises(ConfigError) as caught:
+        load_stack_config(raw)
+    assert [line.split(": ")[0] for line in str(caught.value).splitlines()] == [
+        "gpushare:cluster.logRetentionDays",
+        "gpushare:teams[0].quota.gpus",
+        "gpushare:teams[1].pools[1]",
+    ]
+
+
 def test_every_bad_mirror_is_reported_and_good_ones_load():
     raw = raw_stack("dev")
     ecr = "123456789012.dkr.ecr.us-west-2.amazonaws.com"
