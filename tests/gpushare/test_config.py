@@ -359,7 +359,7 @@ def test_cross_key_problems_of_valid_sections_come_with_schema_problems():
     _set("gpushare:teams.0.quota.gpus", 10_000)(raw)
     _set("gpushare:teams.0.spotOnly", True)(raw)  # admission reads the cluster's version: not judged while broken
     with pytest.raises(ConfigError) as caught:
-        load_stack_config(raw)
+        load_stack_config(raw, today=PLAN_DATE)
     assert [line.split(": ")[0] for line in str(caught.value).splitlines()] == [
         "gpushare:cluster.logRetentionDays",
         "gpushare:teams[0].quota.gpus",
@@ -552,7 +552,7 @@ def test_bad_config_names_the_key(mutate, expected):
     raw = raw_stack("dev")
     mutate(raw)
     with pytest.raises(ConfigError) as caught:
-        load_stack_config(raw)
+        load_stack_config(raw, today=PLAN_DATE)
     lines = str(caught.value).splitlines()
     assert any(line.startswith(expected) for line in lines), lines
     assert all(line.startswith(("gpushare:", "aws:")) for line in lines), lines
@@ -578,7 +578,7 @@ def test_a_bad_list_item_is_named_by_its_index_on_one_line(path, items):
     raw = raw_stack("dev")
     _set(path, items)(raw)
     with pytest.raises(ConfigError) as caught:
-        load_stack_config(raw)
+        load_stack_config(raw, today=PLAN_DATE)
     key = path.split(".")[0] + "".join(f"[{p}]" if p.isdigit() else f".{p}" for p in path.split(".")[1:])
     assert [line.split(": ")[0] for line in str(caught.value).splitlines()] == [f"{key}[1]"]
 
@@ -588,7 +588,7 @@ def test_one_bad_value_is_one_line():
     raw = raw_stack("dev")
     _set("gpushare:pools.0.capacityTypes", ["spto"])(raw)
     with pytest.raises(ConfigError) as caught:
-        load_stack_config(raw)
+        load_stack_config(raw, today=PLAN_DATE)
     assert str(caught.value).splitlines() == [
         "gpushare:pools[0].capacityTypes[0]: Input should be 'on-demand' or 'spot' (got 'spto')"
     ]
@@ -599,7 +599,7 @@ def test_every_instance_type_and_quota_problem_is_reported():
     _set("gpushare:pools.0.instanceTypes", ["g5.huge", "g5.xlarge", "g5.48xlarge"])(raw)
     _set("gpushare:pools.1.instanceTypes", ["g4dn.xlarge", "g4dn.12xlarge", "g4dn.metal"])(raw)
     with pytest.raises(ConfigError) as caught:
-        load_stack_config(raw)
+        load_stack_config(raw, today=PLAN_DATE)
     assert [line.split(": ")[0] for line in str(caught.value).splitlines()] == [
         "gpushare:pools[0].instanceTypes[0]",
         "gpushare:pools[0].instanceTypes[2]",
@@ -609,7 +609,7 @@ def test_every_instance_type_and_quota_problem_is_reported():
     _set("gpushare:teams.1.quota.gpus", 41)(raw)
     _set("gpushare:teams.1.quota.gpuCores", 401)(raw)
     with pytest.raises(ConfigError) as caught:
-        load_stack_config(raw)
+        load_stack_config(raw, today=PLAN_DATE)
     assert [line.split(": ")[0] for line in str(caught.value).splitlines()] == [
         "gpushare:teams[1].quota.gpus",
         "gpushare:teams[1].quota.gpuCores",
@@ -632,7 +632,7 @@ KARPENTER_VALUES = [
 def test_values_the_nodepool_crd_accepts_are_accepted(key, value):
     raw = raw_stack("dev")
     raw["gpushare:pools"][0]["disruption"] = {key: value}
-    config = load_stack_config(raw)
+    config = load_stack_config(raw, today=PLAN_DATE)
     spec = karpenter.node_pool(config, config.pools[0])["spec"]
     rendered = spec["template"]["spec"] if key in ("expireAfter", "terminationGracePeriod") else spec["disruption"]
     assert rendered[key] == value
@@ -650,7 +650,9 @@ def test_values_the_nodepool_crd_accepts_are_accepted(key, value):
 def test_budgets_karpenter_accepts_are_accepted(budget):
     raw = raw_stack("dev")
     raw["gpushare:pools"][1]["disruption"]["budgets"] = [budget]
-    assert load_stack_config(raw).pool("g4dn-shared").disruption.budgets[0].schedule == budget["schedule"]
+    assert (
+        load_stack_config(raw, today=PLAN_DATE).pool("g4dn-shared").disruption.budgets[0].schedule == budget["schedule"]
+    )
 
 
 def test_config_takes_the_consolidation_policies_karpenter_takes():
@@ -668,7 +670,7 @@ def test_config_takes_the_consolidation_policies_karpenter_takes():
 def test_endpoints_nodes_can_reach_are_accepted(endpoint):
     raw = raw_stack("dev")
     raw["gpushare:cluster"]["endpoint"] = endpoint
-    assert load_stack_config(raw).cluster.endpoint.public_access == endpoint["publicAccess"]
+    assert load_stack_config(raw, today=PLAN_DATE).cluster.endpoint.public_access == endpoint["publicAccess"]
 
 
 def test_an_existing_vpc_may_list_its_own_nat_addresses():
@@ -682,4 +684,4 @@ def test_an_existing_vpc_may_list_its_own_nat_addresses():
         "privateAccess": False,
         "publicAccessCidrs": ["198.51.100.7/32"],
     }
-    assert not load_stack_config(raw).cluster.endpoint.private_access
+    assert not load_stack_config(raw, today=PLAN_DATE).cluster.endpoint.private_access
