@@ -96,7 +96,7 @@ def _valid_sections(data: dict[str, Any]) -> tuple[StackConfig, frozenset[str]]:
 
 def _raise_one_line_per_key(problems: Problems) -> None:
     """A key reported once: the first layer's complaint (a value that is not JSON is not also "required")."""
-    first = {}
+    first: dict[str, ConfigError] = {}
     for error in problems.errors:
         first.setdefault(error.key, error)
     problems.errors = list(first.values())
