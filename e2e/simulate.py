@@ -22,7 +22,7 @@ from e2e.instance_types import PODS_PER_NODE
 from e2e.packing import NodeType, PodShape, best_packing
 from e2e.scenarios import Context, gpu_deployment, nodeclaims, nodes_by_type, usd_per_hour
 from gpushare.catalog import Catalog
-from gpushare.errors import UserError, key_path
+from gpushare.errors import UserError, all_errors, key_path
 from gpushare.files import read_yaml
 
 # "Settled" means nothing changed for longer than kube-scheduler takes to retry a pod it found unschedulable:
@@ -70,13 +70,9 @@ def load_workload(path: Path) -> Workload:
     """The workload file, or a UserError with one line per problem naming the key."""
     try:
         return Workload.model_validate(read_yaml(path))
-    except ValidationError as error:
-        lines = [
-            f"{path}: {key_path('', detail['loc']) or '(top level)'}: "
-            + str(detail["msg"]).removeprefix("Value error, ")
-            for detail in error.errors(include_url=False)
-        ]
-        raise UserError("\n".join(lines)) from None
+    except ValidationError as error:  # one line per key, as the stack config reports
+        problems = all_errors(error, lambda loc: f"{path}: {key_path('', loc) or '(top level)'}")
+        raise UserError(str(problems)) from None
 
 
 def whole_gpu_cost(catalog: Catalog, pool_types: dict[str, list[str]], workload: Workload) -> float:

@@ -12,20 +12,16 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from gpushare import compat, images, names, pins
+from gpushare import compat, images, karpenter_api, names, pins
+from gpushare.errors import raise_at, repeats
 from gpushare.hami import SharingProfile
 
 PROJECT = "gpushare"
 DNS_LABEL = r"^[a-z]([-a-z0-9]{0,30}[a-z0-9])?$"
-DURATION = r"^([0-9]+(s|m|h))+$"
 SchedulerPolicy = Literal["binpack", "spread"]
 Priority = Literal["critical", "standard", "batch"]
-# Karpenter v1 NodePool CRD (karpenter.sh_nodepools.yaml, spec.disruption.budgets): our own patterns for the
-# rules it states. Budget nodes: a count or a percentage up to 100%. Duration: hours and/or minutes only (cron
-# has no seconds), with the `0s` Go's Duration.String() appends. Schedule: a cron macro or five fields.
-BUDGET_NODES = r"^((100|[0-9]{1,2})%|[0-9]+)$"
-BUDGET_DURATION = r"^(([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?$"
-BUDGET_SCHEDULE = r"^(@(annually|yearly|monthly|weekly|daily|midnight|hourly)|\S+( +\S+){4})$"
+# karpenter_api.CONSOLIDATION_POLICIES, spelled out for the type checker (a test holds the two equal).
+ConsolidationPolicy = Literal["WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"]
 
 
 def _upstream_registry(value: str) -> str:
@@ -46,6 +42,53 @@ def _mirror_prefix(value: str) -> str:
 
 UpstreamRegistry = Annotated[str, AfterValidator(_upstream_registry)]
 MirrorPrefix = Annotated[str, AfterValidator(_mirror_prefix)]
+
+
+def _text_matching(pattern: str, example: str) -> Any:
+    """A string type whose values must match `pattern` whole, refused as `'<value>' is not <example>`; as a list's
+    item type, pydantic names the bad item by its index."""
+
+    def check(value: str) -> str:
+        if not re.fullmatch(pattern, value):
+            raise ValueError(f"{value!r} is not {example}")
+        return value
+
+    return Annotated[str, AfterValidator(check)]
+
+
+def _cidr(value: str) -> str:
+    try:
+        ipaddress.ip_network(value, strict=True)
+    except ValueError:
+        raise ValueError(f"{value!r} is not a CIDR like 203.0.113.0/24 (host bits zero)") from None
+    return value
+
+
+def _schedule(value: str) -> str:
+    problem = karpenter_api.schedule_problem(value)
+    if problem is not None:
+        raise ValueError(f"{value!r}: {problem}")
+    return value
+
+
+def principal_key(arn: str) -> str:
+    """IAM user and role names are unique regardless of case, so ARNs that differ only in case name one
+    principal (EKS allows one access entry per principal)."""
+    return arn.lower()
+
+
+ARN_PRINCIPAL = r"^arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/[\w+=,.@/-]+$"
+SubnetId = _text_matching(r"subnet-[0-9a-f]{8,17}", "a subnet id like subnet-0123456789abcdef0")
+SecurityGroupId = _text_matching(r"sg-[0-9a-f]{8,17}", "a security group id like sg-0123456789abcdef0")
+InstanceTypeName = _text_matching(r"[a-z][a-z0-9-]*\.[a-z0-9-]+", "an EC2 instance type like m7i.large")
+PrincipalArn = _text_matching(ARN_PRINCIPAL, "an IAM role or user ARN like arn:aws:iam::123456789012:role/ci")
+Cidr = Annotated[str, AfterValidator(_cidr)]
+
+
+def _unique(value: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A list that repeats an item: each repeat reported at its index."""
+    raise_at(repeats(value))
+    return value
 
 
 class _Model(BaseModel):
@@ -73,12 +116,12 @@ class NetworkConfig(_Model):
         pattern=r"^vpc-[0-9a-f]{8,17}$",
         description="Use this existing VPC instead of creating one",
     )
-    private_subnet_ids: tuple[str, ...] = Field(
+    private_subnet_ids: tuple[SubnetId, ...] = Field(
         default=(),
         alias="privateSubnetIds",
         description="With vpcId: node subnets in at least two zones, tagged karpenter.sh/discovery: <cluster name>",
     )
-    public_subnet_ids: tuple[str, ...] = Field(
+    public_subnet_ids: tuple[SubnetId, ...] = Field(
         default=(), alias="publicSubnetIds", description="With vpcId: optional public subnets for load balancers"
     )
 
@@ -86,31 +129,40 @@ class NetworkConfig(_Model):
     @classmethod
     def _cidr(cls, value: str | None) -> str | None:
         if value is not None:
-            network = ipaddress.ip_network(value, strict=True)
+            allowed = "allowed: an IPv4 CIDR from /16 to /20 with host bits zero, e.g. 10.0.0.0/16"
+            try:
+                network = ipaddress.ip_network(value, strict=True)
+            except ValueError:
+                raise ValueError(f"{value!r} is not a CIDR; {allowed}") from None
             if network.version != 4 or not 16 <= network.prefixlen <= 20:
-                raise ValueError(f"{value!r} must be an IPv4 CIDR from /16 to /20")
+                raise ValueError(f"{value!r}: {allowed}")
         return value
 
-    @field_validator("private_subnet_ids", "public_subnet_ids")
-    @classmethod
-    def _subnets(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        for subnet in value:
-            if not subnet.startswith("subnet-"):
-                raise ValueError(f"{subnet!r} is not a subnet id (subnet-...)")
-        if len(set(value)) != len(value):
-            raise ValueError("lists a subnet twice")
-        return value
+    _unique_subnets = field_validator("private_subnet_ids", "public_subnet_ids")(_unique)
 
     @model_validator(mode="after")
     def _one_mode(self) -> NetworkConfig:
+        problems: list[tuple[tuple[int | str, ...], str]] = []
         if self.vpc_id is None:
-            if self.private_subnet_ids or self.public_subnet_ids:
-                raise ValueError("privateSubnetIds/publicSubnetIds need vpcId (an existing VPC)")
+            for key, subnets in (
+                ("privateSubnetIds", self.private_subnet_ids),
+                ("publicSubnetIds", self.public_subnet_ids),
+            ):
+                if subnets:
+                    problems.append(((key,), f"{list(subnets)} needs vpcId (subnets of an existing VPC)"))
         else:
-            if self.vpc_cidr is not None or self.availability_zones is not None:
-                raise ValueError("vpcCidr/availabilityZones create a VPC; drop them when vpcId is set")
+            for key, value in (("vpcCidr", self.vpc_cidr), ("availabilityZones", self.availability_zones)):
+                if value is not None:
+                    problems.append(((key,), f"{value!r} creates a VPC; drop it when vpcId is set"))
             if len(self.private_subnet_ids) < 2:
-                raise ValueError("an existing VPC needs privateSubnetIds in at least two availability zones")
+                problems.append(
+                    (
+                        ("privateSubnetIds",),
+                        f"{list(self.private_subnet_ids)}: an existing VPC needs node subnets in at least two "
+                        "availability zones",
+                    )
+                )
+        raise_at(problems)
         return self
 
     @property
@@ -129,7 +181,7 @@ class NetworkConfig(_Model):
 class SystemNodeGroupConfig(_Model):
     """On-demand, non-GPU nodes for Karpenter, HAMi's scheduler and CoreDNS."""
 
-    instance_types: tuple[str, ...] = Field(
+    instance_types: tuple[InstanceTypeName, ...] = Field(
         default=("m7i.large",), alias="instanceTypes", min_length=1, description="On-demand, non-GPU system node types"
     )
     min_size: int = Field(
@@ -144,19 +196,19 @@ class SystemNodeGroupConfig(_Model):
     max_size: int = Field(default=4, alias="maxSize", ge=2, le=50, description="Most system nodes")
     disk_size_gib: int = Field(default=50, alias="diskSizeGib", ge=20, le=1000, description="System node root volume")
 
-    @field_validator("instance_types")
-    @classmethod
-    def _types(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        for name in value:
-            if not name or "." not in name:
-                raise ValueError(f"{name!r} is not an EC2 instance type like m7i.large")
-        return value
+    _unique_types = field_validator("instance_types")(_unique)
 
     @model_validator(mode="after")
     def _sizes(self) -> SystemNodeGroupConfig:
         if not self.min_size <= self.desired_size <= self.max_size:
-            raise ValueError(
-                f"need minSize <= desiredSize <= maxSize, got {self.min_size}/{self.desired_size}/{self.max_size}"
+            raise_at(
+                [
+                    (
+                        ("desiredSize",),
+                        f"{self.desired_size}: need minSize <= desiredSize <= maxSize, got "
+                        f"{self.min_size}/{self.desired_size}/{self.max_size}",
+                    )
+                ]
             )
         return self
 
@@ -167,59 +219,64 @@ class EndpointConfig(_Model):
 
     public_access: bool = Field(default=True, alias="publicAccess", description="Public Kubernetes API endpoint")
     private_access: bool = Field(default=True, alias="privateAccess", description="Private endpoint inside the VPC")
-    public_access_cidrs: tuple[str, ...] = Field(
+    public_access_cidrs: tuple[Cidr, ...] = Field(
         default=(),
         alias="publicAccessCidrs",
         description="Who may reach the public endpoint; required when publicAccess (0.0.0.0/0 only on purpose)",
     )
-    private_access_cidrs: tuple[str, ...] = Field(
+    private_access_cidrs: tuple[Cidr, ...] = Field(
         default=(),
         alias="privateAccessCidrs",
         description="CIDRs (VPN, peered VPC, CI runners) let in on 443 of the cluster security group to reach "
         "the private endpoint; with publicAccess false this or privateAccessSecurityGroupIds is required",
     )
-    private_access_security_group_ids: tuple[str, ...] = Field(
+    private_access_security_group_ids: tuple[SecurityGroupId, ...] = Field(
         default=(),
         alias="privateAccessSecurityGroupIds",
         description="Security groups (bastion, CI runner) let in on 443 to reach the private endpoint",
     )
 
-    @field_validator("private_access_security_group_ids")
-    @classmethod
-    def _groups(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        for group in value:
-            if not re.fullmatch(r"sg-[0-9a-f]{8,17}", group):
-                raise ValueError(f"{group!r} is not a security group id like sg-0123456789abcdef0")
-        return value
-
-    @field_validator("public_access_cidrs", "private_access_cidrs")
-    @classmethod
-    def _cidrs(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        for cidr in value:
-            try:
-                ipaddress.ip_network(cidr, strict=True)
-            except ValueError:
-                raise ValueError(f"{cidr!r} is not a CIDR like 203.0.113.0/24") from None
-        return value
+    _unique_lists = field_validator("public_access_cidrs", "private_access_cidrs", "private_access_security_group_ids")(
+        _unique
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> EndpointConfig:
+        problems: list[tuple[tuple[int | str, ...], str]] = []
         if not (self.public_access or self.private_access):
-            raise ValueError("publicAccess and privateAccess are both false: nothing could reach the API")
+            problems.append((("privateAccess",), "false and publicAccess false: nothing could reach the API"))
         if self.public_access and not self.public_access_cidrs:
-            raise ValueError("publicAccess is true: list publicAccessCidrs (0.0.0.0/0 only on purpose)")
-        if not self.public_access and self.public_access_cidrs:
-            raise ValueError("publicAccessCidrs is set but publicAccess is false")
-        private_allowed = self.private_access_cidrs or self.private_access_security_group_ids
-        if not self.private_access and private_allowed:
-            raise ValueError("privateAccessCidrs/privateAccessSecurityGroupIds are set but privateAccess is false")
-        if not self.public_access and not private_allowed:
-            raise ValueError(
-                "publicAccess is false and nobody may reach the private endpoint (the cluster security group "
-                "admits only itself, so pulumi up could not install anything): list privateAccessCidrs or "
-                "privateAccessSecurityGroupIds"
+            problems.append(
+                (("publicAccessCidrs",), "is required when publicAccess is true (0.0.0.0/0 only on purpose)")
             )
+        if not self.public_access and self.public_access_cidrs:
+            problems.append(
+                (("publicAccessCidrs",), f"{list(self.public_access_cidrs)} is set but publicAccess is false")
+            )
+        if not self.private_access:
+            for key, value in (
+                ("privateAccessCidrs", self.private_access_cidrs),
+                ("privateAccessSecurityGroupIds", self.private_access_security_group_ids),
+            ):
+                if value:
+                    problems.append(((key,), f"{list(value)} is set but privateAccess is false"))
+        private_allowed = self.private_access_cidrs or self.private_access_security_group_ids
+        if self.private_access and not self.public_access and not private_allowed:
+            problems.append(
+                (
+                    ("privateAccessCidrs",),
+                    "publicAccess is false and nobody may reach the private endpoint (the cluster security group "
+                    "admits only itself, so pulumi up could not install anything): list privateAccessCidrs or "
+                    "privateAccessSecurityGroupIds",
+                )
+            )
+        raise_at(problems)
         return self
+
+    @property
+    def public_to_everyone(self) -> bool:
+        """Whether the public endpoint admits every address (a /0 among its CIDRs)."""
+        return any(ipaddress.ip_network(cidr).prefixlen == 0 for cidr in self.public_access_cidrs)
 
 
 # CloudWatch Logs accepts only these retention periods (PutRetentionPolicy retentionInDays).
@@ -247,7 +304,6 @@ LOG_RETENTION_DAYS = (
     3288,
     3653,
 )
-ARN_PRINCIPAL = r"^arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/[\w+=,.@/-]+$"
 
 
 class ClusterConfig(_Model):
@@ -269,8 +325,11 @@ class ClusterConfig(_Model):
         default=SystemNodeGroupConfig(), alias="systemNodeGroup", description="Nodes for the controllers"
     )
     endpoint: EndpointConfig = Field(description="Kubernetes API endpoint access")
-    tags: dict[str, str] = Field(default={}, description="Tags on every AWS resource and on GPU instances")
-    admin_principal_arns: tuple[str, ...] = Field(
+    tags: dict[str, str] = Field(
+        default={},
+        description="Tags on every AWS resource and on GPU instances (not aws:*, nor the tags Karpenter sets itself)",
+    )
+    admin_principal_arns: tuple[PrincipalArn, ...] = Field(
         default=(),
         alias="adminPrincipalArns",
         description="IAM roles/users made cluster admins (access entry + AmazonEKSClusterAdminPolicy); list the "
@@ -292,12 +351,16 @@ class ClusterConfig(_Model):
 
     @field_validator("admin_principal_arns")
     @classmethod
-    def _principals(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        for arn in value:
-            if not re.fullmatch(ARN_PRINCIPAL, arn):
-                raise ValueError(f"{arn!r} is not an IAM role or user ARN like arn:aws:iam::123456789012:role/ci")
-        if len(set(value)) != len(value):
-            raise ValueError("lists a principal twice")
+    def _principals_once(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        """One access entry per principal: EKS refuses a second (IAM names ignore case)."""
+        raise_at(repeats([principal_key(arn) for arn in value], "principal "))
+        return value
+
+    @field_validator("tags")
+    @classmethod
+    def _tags(cls, value: dict[str, str]) -> dict[str, str]:
+        """Every tag must be one AWS accepts on all the stack's resources and the EC2NodeClass CRD accepts."""
+        raise_at([((key,), problem) for key, tag in value.items() if (problem := _tag_problem(key, tag))])
         return value
 
     @field_validator("log_retention_days")
@@ -307,6 +370,23 @@ class ClusterConfig(_Model):
             allowed = ", ".join(map(str, LOG_RETENTION_DAYS))
             raise ValueError(f"{value} is not a CloudWatch Logs retention; allowed: {allowed}")
         return value
+
+
+# What AWS accepts as a tag on every service the stack tags (IAM, EKS, EC2, SQS, KMS, CloudWatch Logs):
+# letters, digits, spaces and _ . : / = + - @; keys up to 128 characters, values up to 256.
+_TAG_SYMBOLS = frozenset("_.:/=+-@")
+
+
+def _tag_problem(key: str, value: str) -> str | None:
+    """Why AWS or Karpenter refuses the tag `key: value`, or None (the key is in the line's path already)."""
+    if key.lower().startswith("aws:"):
+        return "the aws: prefix is reserved for AWS; allowed: any other key"
+    if not 1 <= len(key) <= 128 or len(value) > 256:
+        return f"{value!r}: AWS allows keys of 1 to 128 characters and values of up to 256"
+    if any(not (char.isalnum() or char == " " or char in _TAG_SYMBOLS) for char in key + value):
+        return f"{value!r}: allowed in keys and values: letters, digits, spaces and _ . : / = + - @"
+    problem = karpenter_api.node_class_tag_problem(key, value)
+    return None if problem is None else f"{value!r}: {problem} (GPU nodes carry these tags)"
 
 
 class KarpenterConfig(_Model):
@@ -327,6 +407,9 @@ class KarpenterConfig(_Model):
     @field_validator("chart_version")
     @classmethod
     def _overlay_capable(cls, value: str) -> str:
+        problem = karpenter_api.chart_tag_problem(value)
+        if problem is not None:
+            raise ValueError(f"{value!r}: {problem}")
         if compat.parse_version(value) < compat.KARPENTER_MIN_OVERLAY_VERSION:
             raise ValueError(f"{value} has no NodeOverlay; allowed: 1.7.0 or newer")
         return value
@@ -382,16 +465,24 @@ class HamiConfig(_Model):
     @model_validator(mode="after")
     def _compatible(self) -> HamiConfig:
         tag = compat.mock_image_tag(self.mock_device_plugin_image)
+        problems: list[tuple[tuple[int | str, ...], str]] = []
         if self.chart_version not in compat.MOCK_COMPATIBLE_HAMI[tag]:
-            raise ValueError(
-                f"chartVersion {self.chart_version} writes a device config mock {tag} cannot parse; "
-                f"allowed with mock {tag}: {', '.join(compat.MOCK_COMPATIBLE_HAMI[tag])}"
+            problems.append(
+                (
+                    ("chartVersion",),
+                    f"{self.chart_version} writes a device config mock {tag} cannot parse; "
+                    f"allowed with mock {tag}: {', '.join(compat.MOCK_COMPATIBLE_HAMI[tag])}",
+                )
             )
         if self.profile.memory_factor != 1:
-            raise ValueError(
-                f"profile.memoryFactor {self.profile.memory_factor}: HAMi chart {self.chart_version} hard-codes "
-                "memoryFactor: 1 in its device ConfigMap, so no other value would reach HAMi; allowed: 1"
+            problems.append(
+                (
+                    ("profile", "memoryFactor"),
+                    f"{self.profile.memory_factor}: HAMi chart {self.chart_version} hard-codes memoryFactor: 1 in "
+                    "its device ConfigMap, so no other value would reach HAMi; allowed: 1",
+                )
             )
+        raise_at(problems)
         return self
 
 
@@ -410,15 +501,19 @@ class DisruptionBudgetConfig(_Model):
     """At most `nodes` of the pool's nodes disrupted at once, while the window `schedule`+`duration` is open."""
 
     nodes: str = Field(
-        pattern=BUDGET_NODES, description="How many nodes may be disrupted at once: a count (0 blocks) or `10%`"
+        pattern=karpenter_api.BUDGET_NODES_PATTERN,
+        description="How many nodes may be disrupted at once: a count (0 blocks) or `10%`",
     )
-    schedule: str | None = Field(
+    schedule: Annotated[str, AfterValidator(_schedule)] | None = Field(
         default=None,
-        pattern=BUDGET_SCHEDULE,
-        description="Cron schedule (UTC, five fields or @daily...) opening the window; needs `duration`",
+        description="Cron schedule opening the window, parsed as Karpenter does (robfig/cron: five fields "
+        "minute hour day-of-month month day-of-week in UTC, names like mon-fri and jan, Sunday 0; or @daily, "
+        "@weekly...); needs `duration`",
     )
     duration: str | None = Field(
-        default=None, pattern=BUDGET_DURATION, description="How long the window stays open (`8h`, `90m`, `1h30m`)"
+        default=None,
+        pattern=karpenter_api.BUDGET_DURATION_PATTERN,
+        description="How long the window stays open (`8h`, `90m`, `1h30m`)",
     )
     reasons: tuple[Literal["Underutilized", "Empty", "Drifted"], ...] = Field(
         default=(), max_length=3, description="Disruption reasons the budget limits; all when empty"
@@ -430,44 +525,50 @@ class DisruptionBudgetConfig(_Model):
         """YAML reads `nodes: 0` as an int; the NodePool field is a string."""
         return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
-    @field_validator("reasons")
-    @classmethod
-    def _unique_reasons(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        if len(set(value)) != len(value):
-            raise ValueError(f"lists a reason twice ({', '.join(value)})")
-        return value
+    _unique_reasons = field_validator("reasons")(_unique)
 
     @model_validator(mode="after")
     def _window(self) -> DisruptionBudgetConfig:
         if (self.schedule is None) != (self.duration is None):
-            raise ValueError("schedule and duration must be set together (Karpenter refuses one without the other)")
+            missing = "duration" if self.duration is None else "schedule"
+            raise_at(
+                [
+                    (
+                        (missing,),
+                        f"is required with {'schedule' if missing == 'duration' else 'duration'} (the NodePool "
+                        "CRD refuses one without the other)",
+                    )
+                ]
+            )
         return self
 
 
 class DisruptionConfig(_Model):
     """When Karpenter may remove the pool's nodes (NodePool spec.disruption and expireAfter)."""
 
-    consolidation_policy: Literal["WhenEmpty", "WhenEmptyOrUnderutilized"] = Field(
+    consolidation_policy: ConsolidationPolicy = Field(
         default="WhenEmpty",
         alias="consolidationPolicy",
-        description="WhenEmptyOrUnderutilized also moves running GPU pods",
+        description="WhenEmptyOrUnderutilized also moves running GPU pods; Balanced moves them only when the "
+        "saving outweighs the disruption (Karpenter 1.14+)",
     )
     consolidate_after: str = Field(
         default="10m",
         alias="consolidateAfter",
-        pattern=DURATION,
-        description="How long a node stays empty before it goes",
+        pattern=karpenter_api.DURATION_OR_NEVER_PATTERN,
+        description="How long a node stays empty (or underutilized) before it goes, e.g. `10m`, `1h30m`; Never "
+        "turns consolidation off",
     )
     expire_after: str = Field(
         default="720h",
         alias="expireAfter",
-        pattern=r"^(Never|([0-9]+(s|m|h))+)$",
+        pattern=karpenter_api.DURATION_OR_NEVER_PATTERN,
         description="Node lifetime, or Never",
     )
     termination_grace_period: str = Field(
         default="1h",
         alias="terminationGracePeriod",
-        pattern=DURATION,
+        pattern=karpenter_api.DURATION_PATTERN,
         description="How long a draining node waits for its pods (and their PodDisruptionBudgets) before "
         "Karpenter terminates it; pulumi destroy waits this plus 15m for the NodePool",
     )
@@ -510,18 +611,12 @@ class PoolConfig(_Model):
     @model_validator(mode="after")
     def _replicas_for_timeslice(self) -> PoolConfig:
         if self.sharing == names.SHARING_TIMESLICE and self.replicas is None:
-            raise ValueError("sharing timeslice needs replicas (pods per GPU, 2 to 64)")
+            raise_at([(("replicas",), "is required with sharing timeslice (pods per GPU, 2 to 64)")])
         if self.sharing != names.SHARING_TIMESLICE and self.replicas is not None:
-            raise ValueError(f"replicas is only for sharing timeslice, not {self.sharing}")
+            raise_at([(("replicas",), f"{self.replicas}: only for sharing timeslice, not {self.sharing}")])
         return self
 
-    @field_validator("instance_types", "capacity_types")
-    @classmethod
-    def _no_repeats(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        repeated = sorted({v for v in value if value.count(v) > 1})
-        if repeated:
-            raise ValueError(f"lists {', '.join(repeated)} more than once")
-        return value
+    _no_repeats = field_validator("instance_types", "capacity_types")(_unique)
 
 
 class QuotaConfig(_Model):
@@ -554,14 +649,18 @@ class QuotaConfig(_Model):
 class TeamConfig(_Model):
     """One team: a namespace with GPU quotas on the pools it may use."""
 
-    name: str = Field(pattern=DNS_LABEL, description="Team and namespace name (not kube-*, not default)")
+    name: str = Field(
+        pattern=DNS_LABEL,
+        description="Team and namespace name (not kube-*, default, nor a namespace of the stack's controllers)",
+    )
     pools: tuple[str, ...] = Field(min_length=1, description="Pools the team may use; every pool needs a team")
     quota: QuotaConfig = Field(description="The namespace's ResourceQuota on GPUs")
     namespace_access_role_arn: str | None = Field(
         default=None,
         alias="namespaceAccessRoleArn",
         pattern=r"^arn:aws[a-z-]*:iam::[0-9]{12}:role/[\w+=,.@/-]+$",
-        description="IAM role that gets AmazonEKSEditPolicy scoped to the team namespace",
+        description="IAM role that gets AmazonEKSEditPolicy scoped to the team namespace; one team per role, and "
+        "not an admin principal (EKS gives a principal one access entry)",
     )
     scheduler_policy: SchedulerPolicyConfig | None = Field(
         default=None,
@@ -579,21 +678,36 @@ class TeamConfig(_Model):
         description="batch teams: admission pins the team's GPU pods to spot capacity (every pool must offer spot)",
     )
 
-    @field_validator("pools")
-    @classmethod
-    def _pools_once(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        """A pool listed twice would count twice toward what the team's quota may ask."""
-        repeated = sorted({pool for pool in value if value.count(pool) > 1})
-        if repeated:
-            raise ValueError(f"lists {', '.join(repeated)} more than once")
-        return value
+    # A pool listed twice would count twice toward what the team's quota may ask.
+    _pools_once = field_validator("pools")(_unique)
 
     @field_validator("name")
     @classmethod
     def _not_reserved(cls, value: str) -> str:
-        if value.startswith("kube-") or value == "default":
-            raise ValueError(f"{value!r} is a reserved namespace name")
+        if value.startswith("kube-") or value in names.STACK_NAMESPACES:
+            raise ValueError(
+                f"{value!r} is a namespace Kubernetes or the stack's own controllers use, where the team's quota, "
+                f"LimitRange and admission policies would apply to them; allowed: any other name (not kube-*, "
+                f"not {', '.join(n for n in names.STACK_NAMESPACES if not n.startswith('kube-'))})"
+            )
         return value
+
+
+# Kubernetes label syntax (apimachinery validation.IsQualifiedName / IsValidLabelValue).
+_LABEL_NAME = r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_DNS_SUBDOMAIN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
+
+
+def _label_problem(key: str, value: str) -> str | None:
+    """Why the API server refuses the label `key: value` on an object, or None."""
+    prefix, _, name = key.rpartition("/")
+    if not (re.fullmatch(_LABEL_NAME, name) and len(name) <= 63) or (
+        prefix and not (re.fullmatch(_DNS_SUBDOMAIN, prefix) and len(prefix) <= 253)
+    ):
+        return f"{key!r} is not a label key; allowed: [prefix/]name, name up to 63 of A-Z a-z 0-9 - _ ."
+    if value and not (re.fullmatch(_LABEL_NAME, value) and len(value) <= 63):
+        return f"{value!r} is not a label value; allowed: up to 63 of A-Z a-z 0-9 - _ ., alphanumeric ends"
+    return None
 
 
 class ExistingPrometheusConfig(_Model):
@@ -607,6 +721,12 @@ class ExistingPrometheusConfig(_Model):
         default={},
         description="Labels its serviceMonitorSelector/ruleSelector match, added to every object the stack creates",
     )
+
+    @field_validator("labels")
+    @classmethod
+    def _labels(cls, value: dict[str, str]) -> dict[str, str]:
+        raise_at([((key,), problem) for key, label in value.items() if (problem := _label_problem(key, label))])
+        return value
 
 
 class AlertThresholdsConfig(_Model):

@@ -48,6 +48,31 @@ class Problems:
             raise ConfigErrors(self.errors)
 
 
+class AtKeys(ValueError):
+    """Problems a validator finds below the value it validates, each at its own key (a list index, a field):
+    raised inside pydantic validators so every line names the exact key, e.g. `teams[2].name`, and one
+    validator can report several problems. `all_errors` unpacks it."""
+
+    def __init__(self, problems: Sequence[tuple[tuple[int | str, ...], str]]) -> None:
+        super().__init__("; ".join(message for _, message in problems))
+        self.problems = tuple(problems)
+
+
+def raise_at(problems: Sequence[tuple[tuple[int | str, ...], str]]) -> None:
+    """Raise AtKeys when a validator found anything."""
+    if problems:
+        raise AtKeys(problems)
+
+
+def repeats(values: Sequence[Any], what: str = "") -> list[tuple[tuple[int | str, ...], str]]:
+    """Every repeat in a list at its own index, naming where the value came first."""
+    found: list[tuple[tuple[int | str, ...], str]] = []
+    for index, value in enumerate(values):
+        if value in values[:index]:
+            found.append(((index,), f"{what}{value!r} is listed twice (first at [{values.index(value)}])"))
+    return found
+
+
 def key_path(root: str, loc: Sequence[int | str]) -> str:
     """Render a pydantic location as `root.field[0].other`, the way users write config paths."""
     path = root
@@ -58,21 +83,41 @@ def key_path(root: str, loc: Sequence[int | str]) -> str:
 
 def first_error(error: ValidationError, render_key: Callable[[tuple[int | str, ...]], str]) -> ConfigError:
     """Pydantic's first complaint as a ConfigError."""
-    return _config_error(error.errors(include_url=False)[0], render_key)
+    return all_errors(error, render_key).errors[0]
 
 
 def all_errors(error: ValidationError, render_key: Callable[[tuple[int | str, ...]], str]) -> ConfigErrors:
-    """Every pydantic complaint, one ConfigError each."""
-    return ConfigErrors([_config_error(detail, render_key) for detail in error.errors(include_url=False)])
+    """Every problem pydantic found, one line per key. Pydantic can report one bad value more than once: a list
+    whose items failed also fails its length check "after validation", so an error above a key that has its own
+    is dropped; what is left is merged per key."""
+    found = [problem for detail in error.errors(include_url=False) for problem in _problems(detail)]
+    kept = [(loc, message) for loc, message in found if not any(_below(other, loc) for other, _ in found)]
+    lines: dict[str, list[str]] = {}
+    for loc, message in kept:
+        messages = lines.setdefault(render_key(loc), [])
+        if message not in messages:
+            messages.append(message)
+    return ConfigErrors([ConfigError(key, "; ".join(messages)) for key, messages in lines.items()])
 
 
-def _config_error(detail: Any, render_key: Callable[[tuple[int | str, ...]], str]) -> ConfigError:
+def _below(loc: tuple[int | str, ...], other: tuple[int | str, ...]) -> bool:
+    """Whether `loc` is a key strictly inside `other`."""
+    return len(loc) > len(other) and loc[: len(other)] == other
+
+
+def _problems(detail: Any) -> list[tuple[tuple[int | str, ...], str]]:
+    loc = tuple(detail["loc"])
+    cause = (detail.get("ctx") or {}).get("error")
+    if isinstance(cause, AtKeys):
+        return [(loc + sub, message) for sub, message in cause.problems]
     message = str(detail["msg"]).removeprefix("Value error, ")
     if detail["type"] == "extra_forbidden":
         message = "unknown key (see the configuration table in README.md)"
+    elif detail["type"] == "missing":
+        message = "is required"
     elif detail["type"] != "value_error":
         message = f"{message} (got {_short(detail.get('input'))})"
-    return ConfigError(render_key(tuple(detail["loc"])), message)
+    return [(loc, message)]
 
 
 def _short(value: Any) -> str:

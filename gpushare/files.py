@@ -37,18 +37,34 @@ _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
 def read_yaml(path: Path) -> Any:
     """One YAML document; UserError with line and column for syntax errors, tabs and duplicate keys."""
     try:
-        return yaml.load(path.read_text(), Loader=_UniqueKeyLoader)
+        text = path.read_text()
+        return yaml.load(text, Loader=_UniqueKeyLoader)
     except OSError as error:
         raise UserError(f"{path}: cannot read ({error.strerror})") from None
     except UnicodeDecodeError:
         raise UserError(f"{path}: not valid YAML (not UTF-8 text)") from None
+    except yaml.constructor.ConstructorError as error:  # parsed, but not data: a duplicate key, an unknown tag
+        mark = error.problem_mark
+        where = f" at line {mark.line + 1} col {mark.column + 1}" if mark else ""
+        raise UserError(f"{path}: YAML error{where}: {error.problem}") from None
     except yaml.MarkedYAMLError as error:
-        mark = error.problem_mark or error.context_mark
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        problem = error.problem or error.context or "not valid YAML"
-        raise UserError(f"{path}: {where}{problem}") from None
+        raise UserError(f"{path}: {_syntax_error(text, error)}") from None
     except yaml.YAMLError as error:
-        raise UserError(f"{path}: not valid YAML ({str(error).splitlines()[0]})") from None
+        raise UserError(f"{path}: YAML syntax error ({str(error).splitlines()[0]})") from None
+
+
+def _syntax_error(text: str, error: yaml.MarkedYAMLError) -> str:
+    """The parser's complaint as a YAML syntax error at line and column; a tab where indentation is read is named
+    as such (PyYAML says a character "cannot start any token", or "a tab character that violates indentation")."""
+    mark = error.problem_mark or error.context_mark
+    problem = error.problem or error.context or "not valid YAML"
+    if mark is None:
+        return f"YAML syntax error: {problem}"
+    lines = text.splitlines()
+    line = lines[mark.line] if mark.line < len(lines) else ""
+    if "tab" in problem or line[mark.column : mark.column + 1] == "\t":
+        problem = "tabs are not allowed for indentation in YAML"
+    return f"YAML syntax error at line {mark.line + 1} col {mark.column + 1}: {problem}"
 
 
 def read_json(path: Path) -> Any:

@@ -10,16 +10,17 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from datetime import date
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from gpushare import compat, eks, names, pins
 from gpushare.capacity import hami_budget_uncapped, limit_resource, pool_plans, total_supply
 from gpushare.catalog import Catalog, load_catalog
-from gpushare.config import CONFIG_KEYS, PROJECT, PoolConfig, StackConfig, TeamConfig
+from gpushare.config import CONFIG_KEYS, PROJECT, PoolConfig, StackConfig, TeamConfig, principal_key
 from gpushare.errors import ConfigError, ConfigErrors, Problems, all_errors, key_path
 from gpushare.hami import CapacityError, node_capacity
+from gpushare.render.aws_names import node_role_name, system_node_role_name
 
 
 def _config_key(loc: tuple[int | str, ...]) -> str:
@@ -43,9 +44,9 @@ def _decode(key: str, value: Any) -> Any:
 
 
 def load_stack_config(raw: Mapping[str, Any], catalog: Catalog | None = None, *, today: date) -> StackConfig:
-    """Validate the raw stack config map; ConfigErrors lists every bad key found, one line each (schema
-    problems first; cross-key rules run once the schema holds, since they need a typed model). `today` is the
-    day EKS support windows are judged for: the CLI and the program pass the real date, tests a fixed one."""
+    """Validate the raw stack config map; ConfigErrors lists every bad key found, one line each: the schema's
+    problems, and the cross-key rules' over every section that holds on its own. `today` is the day EKS support
+    windows are judged for: the CLI and the program pass the real date, tests a fixed one."""
     catalog = catalog or load_catalog()
     data: dict[str, Any] = {}
     problems = Problems()
@@ -62,30 +63,92 @@ def load_stack_config(raw: Mapping[str, Any], catalog: Catalog | None = None, *,
                 data[name] = _decode(key, value)
             except ConfigError as error:
                 problems.errors.append(error)
-    if "region" not in data:
-        problems.errors.append(ConfigError("aws:region", "is required (the AWS region to deploy into, e.g. us-west-2)"))
     try:
         config = StackConfig.model_validate(data)
     except ValidationError as error:
         problems.errors.extend(all_errors(error, _config_key).errors)
-        problems.raise_any()
+        partial, sections = _valid_sections(data)
+        problems.check(check_references, partial, catalog, today, sections)
+        _raise_one_line_per_key(problems)
         raise  # unreachable: a ValidationError always carries a problem
-    problems.raise_any()
-    check_references(config, catalog, today)
+    problems.check(check_references, config, catalog, today)
+    _raise_one_line_per_key(problems)
     return config
 
 
-def check_references(config: StackConfig, catalog: Catalog, today: date) -> None:
-    """Cross-key rules pydantic cannot see: the EKS support window, names, catalog membership, capacity and
-    quotas. Every check runs; ConfigErrors lists what they found."""
+def _valid_sections(data: dict[str, Any]) -> tuple[StackConfig, frozenset[str]]:
+    """The stack with only the top-level sections that validate on their own (unchecked as a whole), and their
+    names: cross-key rules over those still run when another section is broken."""
+    valid: dict[str, Any] = {}
+    for name, field in StackConfig.model_fields.items():
+        key = field.alias or name
+        if key not in data:
+            if not field.is_required():
+                valid[name] = field.get_default(call_default_factory=True)
+            continue
+        try:
+            constrained = Annotated[(field.annotation, *field.metadata)] if field.metadata else field.annotation
+            valid[name] = TypeAdapter(constrained).validate_python(data[key])
+        except ValidationError:
+            continue
+    return StackConfig.model_construct(**valid), frozenset(valid)
+
+
+def _raise_one_line_per_key(problems: Problems) -> None:
+    """A key reported once: the first layer's complaint (a value that is not JSON is not also "required")."""
+    first: dict[str, ConfigError] = {}
+    for error in problems.errors:
+        first.setdefault(error.key, error)
+    problems.errors = list(first.values())
+    problems.raise_any()
+
+
+SECTIONS: frozenset[str] = frozenset(StackConfig.model_fields)
+
+
+def check_references(config: StackConfig, catalog: Catalog, today: date, sections: frozenset[str] = SECTIONS) -> None:
+    """Cross-key rules pydantic cannot see: the EKS support window, names, catalog membership, capacity, quotas,
+    access and topology. Each runs when the sections it reads are valid; ConfigErrors lists what they found."""
+
+    def ready(*needed: str) -> bool:
+        return set(needed) <= sections
+
     problems = Problems()
-    problems.check(_check_kubernetes_version, config, today)
-    problems.check(_unique_names, "pools", [p.name for p in config.pools])
-    problems.check(_unique_names, "teams", [t.name for t in config.teams])
-    pool_names = [p.name for p in config.pools]
+    if ready("cluster", "karpenter"):
+        problems.check(_check_kubernetes_version, config, today)
+    if ready("cluster", "teams"):
+        problems.errors.extend(_principals_once(config))
+    if ready("cluster"):
+        problems.errors.extend(_nodes_reach_the_endpoint(config))
+        problems.errors.extend(
+            ConfigError(
+                f"{PROJECT}:cluster.systemNodeGroup.instanceTypes[{j}]",
+                f"{type_name!r} is a GPU type: system nodes run the controllers on-demand all the time; allowed: a "
+                "non-GPU type like m7i.large",
+            )
+            for j, type_name in enumerate(config.cluster.system_node_group.instance_types)
+            if type_name in catalog.instance_type_names
+        )
+    if ready("teams"):
+        problems.check(_unique_names, "teams", [t.name for t in config.teams])
+    if not ready("pools", "hami"):
+        problems.raise_any()
+        return
+    pool_problems = Problems()
+    pool_problems.check(_unique_names, "pools", [p.name for p in config.pools])
     for i, pool in enumerate(config.pools):
-        problems.check(_check_pool, config, catalog, i, pool)
-    pools_valid = not problems.errors  # quota and admission checks compute each pool's capacity
+        pool_problems.check(_check_pool, config, catalog, i, pool)
+    problems.errors.extend(pool_problems.errors)
+    if ready("teams"):
+        # quota and admission checks compute each pool's capacity; admission also reads the cluster's version
+        problems.errors.extend(_check_teams(config, not pool_problems.errors, ready("cluster")))
+    problems.raise_any()
+
+
+def _check_teams(config: StackConfig, pools_valid: bool, cluster_valid: bool) -> list[ConfigError]:
+    """Every team names known pools (and within what they supply), every pool has a team."""
+    problems = Problems()
+    pool_names = [p.name for p in config.pools]
     used: set[str] = set()
     for i, team in enumerate(config.teams):
         unknown = [
@@ -101,14 +164,15 @@ def check_references(config: StackConfig, catalog: Catalog, today: date) -> None
             problems.check(_check_quota, config, i, team)
             problems.check(_check_quota_admits_pools, config, i, team)
             problems.check(_check_hami_budgets, config, i, team)
-            problems.check(_check_admission, config, i, team)
+            if cluster_valid:
+                problems.check(_check_admission, config, i, team)
     problems.check(_check_alert_waits, config)
     for i, pool in enumerate(config.pools):
         if pool.name not in used:
             problems.errors.append(
                 ConfigError(f"{PROJECT}:pools[{i}].name", f"no team lists pool {pool.name!r}: it could never be used")
             )
-    problems.raise_any()
+    return problems.errors
 
 
 def _check_kubernetes_version(config: StackConfig, today: date) -> None:
@@ -132,63 +196,138 @@ def _check_kubernetes_version(config: StackConfig, today: date) -> None:
 
 
 def _unique_names(key: str, values: list[str]) -> None:
+    problems = Problems()
     for i, value in enumerate(values):
         if value in values[:i]:
-            raise ConfigError(f"{PROJECT}:{key}[{i}].name", f"duplicate name {value!r}")
+            problems.errors.append(ConfigError(f"{PROJECT}:{key}[{i}].name", f"duplicate name {value!r}"))
+    problems.raise_any()
+
+
+def _principals_once(config: StackConfig) -> list[ConfigError]:
+    """EKS gives a principal one access entry: a role listed as admin and as a team's role, by two teams, or one of
+    the node roles the stack creates (and enters itself) fails `pulumi up` midway, and would hand one holder's
+    access to the other."""
+    keys = [f"{PROJECT}:cluster.adminPrincipalArns[{i}]" for i in range(len(config.cluster.admin_principal_arns))]
+    arns = list(config.cluster.admin_principal_arns)
+    for i, team in enumerate(config.teams):
+        if team.namespace_access_role_arn is not None:
+            keys.append(f"{PROJECT}:teams[{i}].namespaceAccessRoleArn")
+            arns.append(team.namespace_access_role_arn)
+    node_roles = {
+        principal_key(f"role/{name}"): name
+        for name in (node_role_name(config.cluster.name), system_node_role_name(config.cluster.name))
+    }
+    first: dict[str, str] = {}
+    errors = []
+    for key, arn in zip(keys, arns, strict=True):
+        role = principal_key(arn).rpartition(":")[2]
+        seen = first.setdefault(principal_key(arn), key)
+        if role in node_roles:
+            message = f"the stack creates role {node_roles[role]} and gives it a node access entry"
+        elif seen != key and not key.startswith(f"{PROJECT}:cluster."):  # repeats among admins are config.py's
+            message = f"already {seen}"
+        else:
+            continue
+        errors.append(
+            ConfigError(
+                key,
+                f"{arn!r}: {message}; EKS gives a principal one access entry; allowed: a role of its own per team, "
+                "none of them an admin principal or a role the stack creates",
+            )
+        )
+    return errors
+
+
+def _nodes_reach_the_endpoint(config: StackConfig) -> list[ConfigError]:
+    """Nodes run in private subnets. Without the private endpoint they reach the API through the public one, from
+    the NAT gateways' addresses: the stack allocates those at deploy time, so no CIDR list written before can name
+    them, and nodes the endpoint shuts out never join (every GPU node launched would fail to register)."""
+    endpoint = config.cluster.endpoint
+    if endpoint.private_access or not endpoint.public_access or endpoint.public_to_everyone:
+        return []
+    if not config.cluster.network.creates_vpc:
+        return []  # an existing VPC's NAT addresses are known to its owner, who lists them
+    return [
+        ConfigError(
+            f"{PROJECT}:cluster.endpoint.publicAccessCidrs",
+            f"{list(endpoint.public_access_cidrs)} with privateAccess false shuts out the nodes: they reach the public "
+            "endpoint from the NAT gateways' addresses, which the stack allocates at deploy time; allowed: "
+            "privateAccess true (nodes use the private endpoint), or publicAccessCidrs 0.0.0.0/0",
+        )
+    ]
 
 
 def _check_pool(config: StackConfig, catalog: Catalog, index: int, pool: PoolConfig) -> None:
+    """Every instance type of the pool is judged; maxGpus once, against the largest known type."""
     key = f"{PROJECT}:pools[{index}]"
+    problems = Problems()
+    largest = None
     for j, type_name in enumerate(pool.instance_types):
         if type_name not in catalog.instance_type_names:
-            raise ConfigError(
-                f"{key}.instanceTypes[{j}]",
-                f"{type_name!r} is not in the GPU catalog; allowed: {', '.join(catalog.instance_type_names)}",
+            problems.errors.append(
+                ConfigError(
+                    f"{key}.instanceTypes[{j}]",
+                    f"{type_name!r} is not in the GPU catalog; allowed: {', '.join(catalog.instance_type_names)}",
+                )
             )
+            continue
         itype = catalog.instance_type(type_name)
         if pool.sharing == names.SHARING_HAMI:
             try:
                 node_capacity(catalog, itype, config.hami.profile)
             except CapacityError as error:
-                raise ConfigError(
-                    f"{key}.instanceTypes[{j}]", f"{error}; use a smaller type or an exclusive pool"
-                ) from None
-        if itype.gpu_count > pool.max_gpus:
-            raise ConfigError(
+                problems.errors.append(
+                    ConfigError(f"{key}.instanceTypes[{j}]", f"{error}; use a smaller type or an exclusive pool")
+                )
+        if largest is None or itype.gpu_count > largest.gpu_count:
+            largest = itype
+    if largest is not None and largest.gpu_count > pool.max_gpus:
+        problems.errors.append(
+            ConfigError(
                 f"{key}.maxGpus",
-                f"{pool.max_gpus} is below the {itype.gpu_count} GPUs of {type_name}, so the NodePool limit "
-                f"could never admit one node of it; allowed: {itype.gpu_count} or more",
+                f"{pool.max_gpus} is below the {largest.gpu_count} GPUs of {largest.name}, so the NodePool limit "
+                f"could never admit one node of it; allowed: {largest.gpu_count} or more",
             )
+        )
+    problems.raise_any()
 
 
 def _check_admission(config: StackConfig, index: int, team: TeamConfig) -> None:
     """Team behaviour applied by MutatingAdmissionPolicy needs its GA API; spot-only needs spot pools."""
     key = f"{PROJECT}:teams[{index}]"
     version = config.cluster.kubernetes_version
+    problems = Problems()
     if not compat.has_mutating_admission_policy(version):
         needs = {
             "schedulerPolicy": team.scheduler_policy is not None,
             "priority": team.priority != "standard",
             "spotOnly": team.spot_only,
         }
-        for field, used in needs.items():
-            if used:
-                raise ConfigError(
-                    f"{key}.{field}",
-                    f"is applied by a MutatingAdmissionPolicy (admissionregistration.k8s.io/v1), GA from Kubernetes "
-                    f"1.36, but gpushare:cluster.kubernetesVersion is {version}; allowed: kubernetesVersion 1.36 "
-                    f"or newer, or drop {field}",
-                )
-    if team.spot_only:
-        if team.priority != "batch":
-            raise ConfigError(f"{key}.spotOnly", f"true needs priority batch, got priority {team.priority!r}")
-        lacking = [name for name in team.pools if "spot" not in config.pool(name).capacity_types]
-        if lacking:
-            raise ConfigError(
-                f"{key}.spotOnly",
-                f"true but pools {', '.join(lacking)} offer no spot capacity; allowed: only pools whose "
-                "capacityTypes include spot",
+        problems.errors.extend(
+            ConfigError(
+                f"{key}.{field}",
+                f"is applied by a MutatingAdmissionPolicy (admissionregistration.k8s.io/v1), GA from Kubernetes "
+                f"1.36, but gpushare:cluster.kubernetesVersion is {version}; allowed: kubernetesVersion 1.36 "
+                f"or newer, or drop {field}",
             )
+            for field, used in needs.items()
+            if used
+        )
+    if team.spot_only:
+        lacking = [name for name in team.pools if "spot" not in config.pool(name).capacity_types]
+        if team.priority != "batch":
+            problems.errors.append(
+                ConfigError(f"{key}.spotOnly", f"true needs priority batch, got priority {team.priority!r}")
+            )
+        elif lacking:
+            problems.errors.append(
+                ConfigError(
+                    f"{key}.spotOnly",
+                    f"true but pools {', '.join(lacking)} offer no spot capacity; allowed: only pools whose "
+                    "capacityTypes include spot",
+                )
+            )
+    problems.raise_any()
 
 
 _RETENTION_UNIT_MINUTES = {"h": 60, "d": 1440, "w": 10080}
@@ -265,10 +404,14 @@ def _check_quota(config: StackConfig, index: int, team: TeamConfig) -> None:
         "gpuCores": (team.quota.gpu_cores, names.GPU_CORES),
         "sharedGpus": (team.quota.shared_gpus, names.GPU_SHARED),
     }
-    for field, (value, resource) in asked.items():
-        if value > can_supply[resource]:
-            raise ConfigError(
-                f"{PROJECT}:teams[{index}].quota.{field}",
-                f"{value} is more than pools {', '.join(team.pools)} can ever provide (whole nodes within "
-                f"their maxGpus); allowed: at most {can_supply[resource]}",
-            )
+    problems = Problems()
+    problems.errors.extend(
+        ConfigError(
+            f"{PROJECT}:teams[{index}].quota.{field}",
+            f"{value} is more than pools {', '.join(team.pools)} can ever provide (whole nodes within "
+            f"their maxGpus); allowed: at most {can_supply[resource]}",
+        )
+        for field, (value, resource) in asked.items()
+        if value > can_supply[resource]
+    )
+    problems.raise_any()

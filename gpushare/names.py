@@ -122,3 +122,20 @@ MONITORING_RELEASE: Final = "kube-prometheus-stack"
 DCGM_RELEASE: Final = "dcgm-exporter"
 WEBUI_RELEASE: Final = "hami-webui"
 MONITORING_API: Final = "monitoring.coreos.com/v1"
+
+# Namespaces no team may be named after: the ones the stack's own releases and objects live in, and those
+# Kubernetes itself creates (kube-system, kube-public, kube-node-lease, default). A team namespace there would
+# put the team's quota, LimitRange and admission policies on the controllers.
+KUBERNETES_NAMESPACES: Final = ("default", "kube-system", "kube-public", "kube-node-lease")
+STACK_NAMESPACES: Final = tuple(
+    sorted(
+        {
+            KARPENTER_NAMESPACE,
+            HAMI_NAMESPACE,
+            NVIDIA_PLUGIN_NAMESPACE,
+            MOCK_NAMESPACE,
+            MONITORING_NAMESPACE,
+            *KUBERNETES_NAMESPACES,
+        }
+    )
+)

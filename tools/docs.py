@@ -12,7 +12,7 @@ import sys
 import types
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import annotated_types
 from pydantic import BaseModel
@@ -60,6 +60,8 @@ def type_name(annotation: Any) -> str:
     if _is_union(annotation):
         return " or ".join(type_name(a) for a in get_args(annotation) if a is not type(None))
     origin = get_origin(annotation)
+    if origin is Annotated:  # a type with its own validator (SubnetId, Cidr, ...): named by what it holds
+        return type_name(get_args(annotation)[0])
     if origin is Literal:
         return " / ".join(str(v) for v in get_args(annotation))
     if origin in (tuple, list):

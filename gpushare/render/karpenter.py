@@ -81,7 +81,7 @@ def node_pool(config: StackConfig, pool: PoolConfig) -> dict[str, Any]:
 
 
 def _seconds(duration: str) -> int:
-    """A Go duration of h/m/s parts (the config's DURATION pattern) in seconds."""
+    """A Go duration of h/m/s parts (karpenter_api.DURATION, which config enforces) in seconds."""
     return sum(
         int(amount) * {"h": 3600, "m": 60, "s": 1}[unit] for amount, unit in re.findall(r"(\d+)([hms])", duration)
     )

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 
-from gpushare import pins
+from gpushare import karpenter_api, names, pins
+from gpushare.config import ConsolidationPolicy
 from gpushare.errors import ConfigError
 from gpushare.loader import load_stack_config
+from gpushare.render import karpenter
 from tests.conftest import PLAN_DATE, raw_stack
 
 
@@ -159,12 +161,12 @@ BAD_CONFIG = [
     (
         "timeslice without replicas",
         _set("gpushare:pools.0.sharing", "timeslice"),
-        "gpushare:pools[0]: sharing timeslice needs replicas (pods per GPU, 2 to 64)",
+        "gpushare:pools[0].replicas: is required with sharing timeslice (pods per GPU, 2 to 64)",
     ),
     (
         "replicas on a HAMi pool",
         _set("gpushare:pools.0.replicas", 4),
-        "gpushare:pools[0]: replicas is only for sharing timeslice, not hami",
+        "gpushare:pools[0].replicas: 4: only for sharing timeslice, not hami",
     ),
     (
         "one replica per GPU",
@@ -196,7 +198,7 @@ BAD_CONFIG = [
     ("unknown field", _set("gpushare:pools.0.maxGPUs", 3), "gpushare:pools[0].maxGPUs: unknown key"),
     ("unknown top-level key", _set("gpushare:pool", []), "gpushare:pool: unknown key; allowed: gpushare:cluster"),
     ("missing region", _drop("aws:region"), "aws:region: is required"),
-    ("missing pools", _drop("gpushare:pools"), "gpushare:pools: Field required"),
+    ("missing pools", _drop("gpushare:pools"), "gpushare:pools: is required"),
     (
         "old karpenter",
         _set("gpushare:karpenter.chartVersion", "1.6.2"),
@@ -205,7 +207,7 @@ BAD_CONFIG = [
     (
         "hami too new for mock",
         _set("gpushare:hami.chartVersion", "2.10.0"),
-        "gpushare:hami: chartVersion 2.10.0 writes a device config mock 1.0.1 cannot parse",
+        "gpushare:hami.chartVersion: 2.10.0 writes a device config mock 1.0.1 cannot parse",
     ),
     (
         "unknown hami chart",
@@ -215,7 +217,7 @@ BAD_CONFIG = [
     (
         "memoryFactor the chart cannot set",
         _set("gpushare:hami.profile.memoryFactor", 4),
-        f"gpushare:hami: profile.memoryFactor 4: HAMi chart {pins.chart_version('hami')} hard-codes memoryFactor: 1",
+        f"gpushare:hami.profile.memoryFactor: 4: HAMi chart {pins.chart_version('hami')} hard-codes memoryFactor: 1",
     ),
     (
         "untagged mock image",
@@ -230,12 +232,12 @@ BAD_CONFIG = [
     (
         "public endpoint without cidrs",
         _drop("gpushare:cluster.endpoint.publicAccessCidrs"),
-        "gpushare:cluster.endpoint: publicAccess is true: list publicAccessCidrs",
+        "gpushare:cluster.endpoint.publicAccessCidrs: is required when publicAccess is true",
     ),
     (
         "bad cidr",
         _set("gpushare:cluster.endpoint.publicAccessCidrs", ["10.0.0.1/8"]),
-        "gpushare:cluster.endpoint.publicAccessCidrs: '10.0.0.1/8' is not a CIDR",
+        "gpushare:cluster.endpoint.publicAccessCidrs[0]: '10.0.0.1/8' is not a CIDR",
     ),
     (
         "bad kubernetes version",
@@ -244,8 +246,8 @@ BAD_CONFIG = [
     ),
     (
         "subnets without vpc",
-        _set("gpushare:cluster.network.privateSubnetIds", ["subnet-0abc"]),
-        "gpushare:cluster.network: privateSubnetIds/publicSubnetIds need vpcId",
+        _set("gpushare:cluster.network.privateSubnetIds", ["subnet-0123456789abcdef0"]),
+        "gpushare:cluster.network.privateSubnetIds: ['subnet-0123456789abcdef0'] needs vpcId",
     ),
     (
         "ami alias not pinned form",
@@ -255,7 +257,7 @@ BAD_CONFIG = [
     (
         "reserved namespace",
         _set("gpushare:teams.0.name", "kube-system"),
-        "gpushare:teams[0].name: 'kube-system' is a reserved namespace name",
+        "gpushare:teams[0].name: 'kube-system' is a namespace Kubernetes or the stack's own controllers use",
     ),
     (
         "bad role arn",
@@ -270,12 +272,12 @@ BAD_CONFIG = [
     (
         "repeated instance type",
         _set("gpushare:pools.0.instanceTypes", ["g5.xlarge", "g5.xlarge"]),
-        "gpushare:pools[0].instanceTypes: lists g5.xlarge more than once",
+        "gpushare:pools[0].instanceTypes[1]: 'g5.xlarge' is listed twice (first at [0])",
     ),
     (
         "system group sizes",
         _set("gpushare:cluster.systemNodeGroup.desiredSize", 9),
-        "gpushare:cluster.systemNodeGroup: need minSize <= desiredSize <= maxSize, got 2/9/3",
+        "gpushare:cluster.systemNodeGroup.desiredSize: 9: need minSize <= desiredSize <= maxSize, got 2/9/3",
     ),
     ("invalid json from engine", _set("gpushare:teams", "[{not json"), "gpushare:teams: is not valid JSON"),
     (
@@ -283,7 +285,7 @@ BAD_CONFIG = [
         _both(
             _set("gpushare:cluster.endpoint.publicAccess", False), _drop("gpushare:cluster.endpoint.publicAccessCidrs")
         ),
-        "gpushare:cluster.endpoint: publicAccess is false and nobody may reach the private endpoint",
+        "gpushare:cluster.endpoint.privateAccessCidrs: publicAccess is false and nobody may reach the private endpoint",
     ),
     (
         "private ranges without a private endpoint",
@@ -291,17 +293,17 @@ BAD_CONFIG = [
             _set("gpushare:cluster.endpoint.privateAccess", False),
             _set("gpushare:cluster.endpoint.privateAccessCidrs", ["10.0.0.0/8"]),
         ),
-        "gpushare:cluster.endpoint: privateAccessCidrs/privateAccessSecurityGroupIds are set but privateAccess",
+        "gpushare:cluster.endpoint.privateAccessCidrs: ['10.0.0.0/8'] is set but privateAccess is false",
     ),
     (
         "bad security group",
         _set("gpushare:cluster.endpoint.privateAccessSecurityGroupIds", ["default"]),
-        "gpushare:cluster.endpoint.privateAccessSecurityGroupIds: 'default' is not a security group id",
+        "gpushare:cluster.endpoint.privateAccessSecurityGroupIds[0]: 'default' is not a security group id",
     ),
     (
         "admin that is not an IAM principal",
         _set("gpushare:cluster.adminPrincipalArns", ["arn:aws:s3:::bucket"]),
-        "gpushare:cluster.adminPrincipalArns: 'arn:aws:s3:::bucket' is not an IAM role or user ARN",
+        "gpushare:cluster.adminPrincipalArns[0]: 'arn:aws:s3:::bucket' is not an IAM role or user ARN",
     ),
     (
         "log retention CloudWatch refuses",
@@ -311,7 +313,7 @@ BAD_CONFIG = [
     (
         "team lists a pool twice",
         _set("gpushare:teams.1.pools", ["g4dn-shared", "g4dn-shared"]),
-        "gpushare:teams[1].pools: lists g4dn-shared more than once",
+        "gpushare:teams[1].pools[1]: 'g4dn-shared' is listed twice (first at [0])",
     ),
     (
         "mirror for a registry the stack never pulls from",
@@ -342,17 +344,6 @@ BAD_CONFIG = [
 ]
 
 
-@pytest.mark.parametrize(("mutate", "expected"), [c[1:] for c in BAD_CONFIG], ids=[c[0] for c in BAD_CONFIG])
-def test_bad_config_names_the_key(mutate, expected):
-    raw = raw_stack("dev")
-    mutate(raw)
-    with pytest.raises(ConfigError) as caught:
-        load_stack_config(raw, today=PLAN_DATE)
-    lines = str(caught.value).splitlines()
-    assert any(line.startswith(expected) for line in lines), lines
-    assert all(line.startswith(("gpushare:", "aws:")) for line in lines), lines
-
-
 def test_every_problem_is_reported_not_only_the_first():
     raw = raw_stack("dev")
     _set("gpushare:pools.0.maxGpus", 0)(raw)
@@ -365,6 +356,25 @@ def test_every_problem_is_reported_not_only_the_first():
         "gpushare:cluster.logRetentionDays",
         "gpushare:pools[0].maxGpus",
         "gpushare:teams[1].quota.gpus",
+    ]
+
+
+def test_cross_key_problems_of_valid_sections_come_with_schema_problems():
+    """A broken section (cluster) does not hide what the sections that hold (pools, teams) get wrong together,
+    nor does it make up problems from what it cannot read."""
+    raw = raw_stack("dev")
+    _set("gpushare:cluster.logRetentionDays", 45)(raw)
+    _set("gpushare:cluster.adminPrincipalArns", ["arn:aws:iam::123456789012:role/ml"])(raw)
+    _set("gpushare:teams.1.namespaceAccessRoleArn", "arn:aws:iam::123456789012:role/ml")(raw)
+    _set("gpushare:teams.1.pools", ["g4dn-shared", "a100-pool"])(raw)
+    _set("gpushare:teams.0.quota.gpus", 10_000)(raw)
+    _set("gpushare:teams.0.spotOnly", True)(raw)  # admission reads the cluster's version: not judged while broken
+    with pytest.raises(ConfigError) as caught:
+        load_stack_config(raw, today=PLAN_DATE)
+    assert [line.split(": ")[0] for line in str(caught.value).splitlines()] == [
+        "gpushare:cluster.logRetentionDays",
+        "gpushare:teams[0].quota.gpus",
+        "gpushare:teams[1].pools[1]",
     ]
 
 
@@ -466,3 +476,278 @@ def test_alert_waits_longer_than_the_retention_are_refused_each_on_its_line():
     ]
     raw["gpushare:monitoring"]["retention"] = "2w"
     assert load_stack_config(raw, today=PLAN_DATE).monitoring.alerts.node_idle_minutes == 61
+
+
+# Issue 20 class 3: what the stack file alone decides is a config error (exit 2), not a finding after rendering.
+STACK_FILE_MISTAKES = [
+    (
+        "v-prefixed Karpenter chart",
+        _set("gpushare:karpenter.chartVersion", "v1.15.1"),
+        "gpushare:karpenter.chartVersion: 'v1.15.1': Karpenter's OCI charts are tagged without a leading v; "
+        "write 1.15.1",
+    ),
+    (
+        "tag with the reserved aws: prefix",
+        _set("gpushare:cluster.tags", {"aws:owner": "ml"}),
+        "gpushare:cluster.tags.aws:owner: the aws: prefix is reserved for AWS; allowed: any other key",
+    ),
+    (
+        "tag Karpenter sets itself",
+        _set("gpushare:cluster.tags", {"karpenter.sh/nodepool": "x"}),
+        "gpushare:cluster.tags.karpenter.sh/nodepool: 'x': Karpenter sets karpenter.sh/nodepool itself",
+    ),
+    (
+        "cluster-ownership tag",
+        _set("gpushare:cluster.tags", {"kubernetes.io/cluster/gpushare-dev": "owned"}),
+        "gpushare:cluster.tags.kubernetes.io/cluster/gpushare-dev: 'owned': Karpenter sets the cluster-ownership tag",
+    ),
+    (
+        "empty tag value",
+        _set("gpushare:cluster.tags", {"team": ""}),
+        "gpushare:cluster.tags.team: '': the EC2NodeClass CRD refuses empty tag keys and values",
+    ),
+    (
+        "tag with a character AWS refuses",
+        _set("gpushare:cluster.tags", {"cost#center": "42"}),
+        "gpushare:cluster.tags.cost#center: '42': allowed in keys and values: letters, digits, spaces",
+    ),
+    (
+        "tag key too long",
+        _set("gpushare:cluster.tags", {"k" * 129: "v"}),
+        "gpushare:cluster.tags." + "k" * 129 + ": 'v': AWS allows keys of 1 to 128 characters",
+    ),
+    (
+        "Prometheus label key",
+        _set("gpushare:monitoring", {"existingPrometheus": {"url": "http://p.m.svc:9090", "labels": {"-x": "a"}}}),
+        "gpushare:monitoring.existingPrometheus.labels.-x: '-x' is not a label key",
+    ),
+    (
+        "Prometheus label value",
+        _set("gpushare:monitoring", {"existingPrometheus": {"url": "http://p.m.svc:9090", "labels": {"r": "a b"}}}),
+        "gpushare:monitoring.existingPrometheus.labels.r: 'a b' is not a label value",
+    ),
+    (
+        "VPC range that is not a CIDR",
+        _set("gpushare:cluster.network.vpcCidr", "10.20.0.0/33"),
+        "gpushare:cluster.network.vpcCidr: '10.20.0.0/33' is not a CIDR; allowed: an IPv4 CIDR from /16 to /20",
+    ),
+    (
+        "GPU type as a system node",
+        _set("gpushare:cluster.systemNodeGroup.instanceTypes", ["m7i.large", "g5.xlarge"]),
+        "gpushare:cluster.systemNodeGroup.instanceTypes[1]: 'g5.xlarge' is a GPU type",
+    ),
+    # Issue 20 class 9: cross-key checks.
+    *(
+        (
+            f"team named like the {namespace} namespace",
+            _set("gpushare:teams.1.name", namespace),
+            f"gpushare:teams[1].name: {namespace!r} is a namespace Kubernetes or the stack's own controllers use",
+        )
+        for namespace in names.STACK_NAMESPACES
+    ),
+    (
+        "budget schedule the pattern admits but Karpenter cannot parse",
+        _set("gpushare:pools.1.disruption.budgets.0.schedule", "0 15 * * mon-fry"),
+        "gpushare:pools[1].disruption.budgets[0].schedule: '0 15 * * mon-fry': Karpenter's cron parser refuses it: "
+        "'fry' is not a number or sun, mon, tue, wed, thu, fri, sat",
+    ),
+    (
+        "budget schedule with 7 for Sunday",
+        _set("gpushare:pools.1.disruption.budgets.0.schedule", "0 15 * * 7"),
+        "gpushare:pools[1].disruption.budgets[0].schedule: '0 15 * * 7': Karpenter's cron parser refuses it: day of "
+        "week '7' ends above 6 (Sunday is 0 or sun)",
+    ),
+    (
+        "budget schedule that never opens",
+        _set("gpushare:pools.1.disruption.budgets.0.schedule", "0 0 31 4 *"),
+        "gpushare:pools[1].disruption.budgets[0].schedule: '0 0 31 4 *': it matches no time",
+    ),
+    (
+        "public-only endpoint that shuts out the NAT addresses",
+        _both(
+            _set("gpushare:cluster.endpoint.privateAccess", False),
+            _set("gpushare:cluster.endpoint.publicAccessCidrs", ["203.0.113.0/24"]),
+        ),
+        "gpushare:cluster.endpoint.publicAccessCidrs: ['203.0.113.0/24'] with privateAccess false shuts out the nodes",
+    ),
+    (
+        "admin principal that is also a team's role",
+        _both(
+            _set("gpushare:cluster.adminPrincipalArns", ["arn:aws:iam::123456789012:role/ml"]),
+            _set("gpushare:teams.1.namespaceAccessRoleArn", "arn:aws:iam::123456789012:role/ml"),
+        ),
+        "gpushare:teams[1].namespaceAccessRoleArn: 'arn:aws:iam::123456789012:role/ml': already "
+        "gpushare:cluster.adminPrincipalArns[0]; EKS gives a principal one access entry",
+    ),
+    (
+        "two teams with one role (IAM names ignore case)",
+        _both(
+            _set("gpushare:teams.0.namespaceAccessRoleArn", "arn:aws:iam::123456789012:role/ML"),
+            _set("gpushare:teams.1.namespaceAccessRoleArn", "arn:aws:iam::123456789012:role/ml"),
+        ),
+        "gpushare:teams[1].namespaceAccessRoleArn: 'arn:aws:iam::123456789012:role/ml': already "
+        "gpushare:teams[0].namespaceAccessRoleArn",
+    ),
+    (
+        "admin that is the Karpenter node role the stack creates",
+        _set("gpushare:cluster.adminPrincipalArns", ["arn:aws:iam::123456789012:role/gpushare-dev-karpenter-node"]),
+        "gpushare:cluster.adminPrincipalArns[0]: 'arn:aws:iam::123456789012:role/gpushare-dev-karpenter-node': the "
+        "stack creates role gpushare-dev-karpenter-node and gives it a node access entry",
+    ),
+    (
+        "team role that is the system node role the stack creates",
+        _set("gpushare:teams.0.namespaceAccessRoleArn", "arn:aws:iam::123456789012:role/gpushare-dev-system-node"),
+        "gpushare:teams[0].namespaceAccessRoleArn: 'arn:aws:iam::123456789012:role/gpushare-dev-system-node': the "
+        "stack creates role gpushare-dev-system-node",
+    ),
+    (
+        "admin listed twice",
+        _set("gpushare:cluster.adminPrincipalArns", ["arn:aws:iam::123456789012:role/a"] * 2),
+        "gpushare:cluster.adminPrincipalArns[1]: principal 'arn:aws:iam::123456789012:role/a' is listed twice "
+        "(first at [0])",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("mutate", "expected"),
+    [c[1:] for c in BAD_CONFIG + STACK_FILE_MISTAKES],
+    ids=[c[0] for c in BAD_CONFIG + STACK_FILE_MISTAKES],
+)
+def test_bad_config_names_the_key(mutate, expected):
+    raw = raw_stack("dev")
+    mutate(raw)
+    with pytest.raises(ConfigError) as caught:
+        load_stack_config(raw, today=PLAN_DATE)
+    lines = str(caught.value).splitlines()
+    assert any(line.startswith(expected) for line in lines), lines
+    assert all(line.startswith(("gpushare:", "aws:")) for line in lines), lines
+    keys = [line.split(": ")[0] for line in lines]
+    assert len(keys) == len(set(keys)), lines  # one problem, one line
+
+
+# Each list key reports its item by index (class 9), one line per key and value (class 4).
+LIST_ITEMS = [
+    ("gpushare:cluster.adminPrincipalArns", ["arn:aws:iam::123456789012:role/ok", "ci"]),
+    ("gpushare:cluster.endpoint.publicAccessCidrs", ["0.0.0.0/0", "10.0.0.1/8"]),
+    ("gpushare:cluster.endpoint.privateAccessSecurityGroupIds", ["sg-0123456789abcdef0", "default"]),
+    ("gpushare:cluster.systemNodeGroup.instanceTypes", ["m7i.large", "large"]),
+    ("gpushare:pools.0.capacityTypes", ["on-demand", "spto"]),
+    ("gpushare:pools.0.instanceTypes", ["g5.xlarge", "g5.xlarge"]),
+    ("gpushare:pools.1.disruption.budgets.0.reasons", ["Empty", "Empty"]),
+    ("gpushare:teams.0.pools", ["g5-shared", "g5-shared"]),
+]
+
+
+@pytest.mark.parametrize(("path", "items"), LIST_ITEMS, ids=[path for path, _ in LIST_ITEMS])
+def test_a_bad_list_item_is_named_by_its_index_on_one_line(path, items):
+    raw = raw_stack("dev")
+    _set(path, items)(raw)
+    with pytest.raises(ConfigError) as caught:
+        load_stack_config(raw, today=PLAN_DATE)
+    key = path.split(".")[0] + "".join(f"[{p}]" if p.isdigit() else f".{p}" for p in path.split(".")[1:])
+    assert [line.split(": ")[0] for line in str(caught.value).splitlines()] == [f"{key}[1]"]
+
+
+def test_one_bad_value_is_one_line():
+    """pydantic reports a list whose only item failed twice (the item, then the list's length): one line stays."""
+    raw = raw_stack("dev")
+    _set("gpushare:pools.0.capacityTypes", ["spto"])(raw)
+    with pytest.raises(ConfigError) as caught:
+        load_stack_config(raw, today=PLAN_DATE)
+    assert str(caught.value).splitlines() == [
+        "gpushare:pools[0].capacityTypes[0]: Input should be 'on-demand' or 'spot' (got 'spto')"
+    ]
+
+
+def test_every_instance_type_and_quota_problem_is_reported():
+    raw = raw_stack("dev")
+    _set("gpushare:pools.0.instanceTypes", ["g5.huge", "g5.xlarge", "g5.48xlarge"])(raw)
+    _set("gpushare:pools.1.instanceTypes", ["g4dn.xlarge", "g4dn.12xlarge", "g4dn.metal"])(raw)
+    with pytest.raises(ConfigError) as caught:
+        load_stack_config(raw, today=PLAN_DATE)
+    assert [line.split(": ")[0] for line in str(caught.value).splitlines()] == [
+        "gpushare:pools[0].instanceTypes[0]",
+        "gpushare:pools[0].instanceTypes[2]",
+        "gpushare:pools[1].maxGpus",
+    ]
+    raw = raw_stack("dev")
+    _set("gpushare:teams.1.quota.gpus", 41)(raw)
+    _set("gpushare:teams.1.quota.gpuCores", 401)(raw)
+    with pytest.raises(ConfigError) as caught:
+        load_stack_config(raw, today=PLAN_DATE)
+    assert [line.split(": ")[0] for line in str(caught.value).splitlines()] == [
+        "gpushare:teams[1].quota.gpus",
+        "gpushare:teams[1].quota.gpuCores",
+    ]
+
+
+# Values Karpenter's NodePool CRD accepts are accepted and reach the NodePool as written (class 4).
+KARPENTER_VALUES = [
+    ("consolidateAfter", "Never"),
+    ("consolidateAfter", "0s"),
+    ("consolidateAfter", "1h30m"),
+    ("expireAfter", "Never"),
+    ("expireAfter", "2h45m10s"),
+    ("terminationGracePeriod", "48h30m"),
+    *(("consolidationPolicy", policy) for policy in karpenter_api.CONSOLIDATION_POLICIES),
+]
+
+
+@pytest.mark.parametrize(("key", "value"), KARPENTER_VALUES, ids=[f"{k} {v}" for k, v in KARPENTER_VALUES])
+def test_values_the_nodepool_crd_accepts_are_accepted(key, value):
+    raw = raw_stack("dev")
+    raw["gpushare:pools"][0]["disruption"] = {key: value}
+    config = load_stack_config(raw, today=PLAN_DATE)
+    spec = karpenter.node_pool(config, config.pools[0])["spec"]
+    rendered = spec["template"]["spec"] if key in ("expireAfter", "terminationGracePeriod") else spec["disruption"]
+    assert rendered[key] == value
+
+
+@pytest.mark.parametrize(
+    "budget",
+    [
+        {"nodes": "100%", "schedule": "@daily", "duration": "1h30m"},
+        {"nodes": 0, "schedule": "*/30 9-17 1,15 JAN-jun mon-fri", "duration": "30m0s"},
+        {"nodes": "0", "schedule": "0  15 * * sun,sat", "duration": "9h"},
+        {"nodes": "5", "schedule": "0 0 31 2 mon", "duration": "1h"},
+    ],
+)
+def test_budgets_karpenter_accepts_are_accepted(budget):
+    raw = raw_stack("dev")
+    raw["gpushare:pools"][1]["disruption"]["budgets"] = [budget]
+    assert (
+        load_stack_config(raw, today=PLAN_DATE).pool("g4dn-shared").disruption.budgets[0].schedule == budget["schedule"]
+    )
+
+
+def test_config_takes_the_consolidation_policies_karpenter_takes():
+    assert get_args(ConsolidationPolicy) == karpenter_api.CONSOLIDATION_POLICIES
+
+
+@pytest.mark.parametrize(
+    "endpoint",
+    [
+        {"publicAccess": False, "privateAccess": True, "privateAccessCidrs": ["10.0.0.0/8"]},
+        {"publicAccess": True, "privateAccess": True, "publicAccessCidrs": ["203.0.113.0/24"]},
+        {"publicAccess": True, "privateAccess": False, "publicAccessCidrs": ["0.0.0.0/0"]},
+    ],
+)
+def test_endpoints_nodes_can_reach_are_accepted(endpoint):
+    raw = raw_stack("dev")
+    raw["gpushare:cluster"]["endpoint"] = endpoint
+    assert load_stack_config(raw, today=PLAN_DATE).cluster.endpoint.public_access == endpoint["publicAccess"]
+
+
+def test_an_existing_vpc_may_list_its_own_nat_addresses():
+    raw = raw_stack("dev")
+    raw["gpushare:cluster"]["network"] = {
+        "vpcId": "vpc-0123456789abcdef0",
+        "privateSubnetIds": ["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"],
+    }
+    raw["gpushare:cluster"]["endpoint"] = {
+        "publicAccess": True,
+        "privateAccess": False,
+        "publicAccessCidrs": ["198.51.100.7/32"],
+    }
+    assert not load_stack_config(raw, today=PLAN_DATE).cluster.endpoint.private_access

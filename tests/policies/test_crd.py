@@ -81,6 +81,10 @@ VALID = {
     "expireAfter 720h": (POOL_RULE, pool_set(["template", "spec", "expireAfter"], "720h")),
     "terminationGracePeriod 48h30m": (POOL_RULE, pool_set(["template", "spec", "terminationGracePeriod"], "48h30m")),
     "budget macro schedule": (POOL_RULE, budget(nodes="0", schedule="@daily", duration="1h30m0s")),
+    "budget schedule with names, ranges and steps": (
+        POOL_RULE,
+        budget(nodes="0", schedule="*/30 9-17 1,15 JAN-jun mon-fri", duration="30m"),
+    ),
     "budget without nodes (defaulted to 10%)": (POOL_RULE, budget(reasons=["Drifted", "Empty"])),
     "budget 100%": (POOL_RULE, budget(nodes="100%")),
     "capacity-type label": (POOL_RULE, pool_label("karpenter.sh/capacity-type", "on-demand")),
@@ -297,6 +301,21 @@ CASES = {
         POOL_RULE,
         budget(nodes="0", schedule="daily", duration="1h"),
         [G5 + 'spec.disruption.budgets[0].schedule is "daily"'],
+    ),
+    "budget schedule the pattern admits but Karpenter cannot parse": (
+        POOL_RULE,
+        budget(nodes="0", schedule="0 15 * * mon-fry", duration="9h"),
+        [G5 + 'spec.disruption.budgets[0].schedule is "0 15 * * mon-fry"', "blocks all disruption"],
+    ),
+    "budget schedule with 7 for Sunday": (
+        POOL_RULE,
+        budget(nodes="0", schedule="0 0 * * 7", duration="9h"),
+        [G5 + 'spec.disruption.budgets[0].schedule is "0 0 * * 7"', "Sunday is 0 or sun"],
+    ),
+    "budget schedule that never fires": (
+        POOL_RULE,
+        budget(nodes="0", schedule="0 0 30 feb *", duration="1h"),
+        [G5 + 'spec.disruption.budgets[0].schedule is "0 0 30 feb *"', "never opens"],
     ),
     "budget unknown reason": (
         POOL_RULE,

@@ -67,11 +67,24 @@ def test_model_modules_never_import_rules():
             assert not (level == 1 and name.split(".")[0] == "rules"), f"{path.name} imports .{name}"
 
 
-# The gpushare modules the pack may import: facts about charts, names, the catalog, capacity, EKS support windows and
-# what each exporter exports, which the offline cluster checks against the real upstream code where it can. Never
-# config, the loader or a renderer: the pack judges those.
+# The gpushare modules the pack may import: facts about charts, names, the catalog, capacity, EKS support windows,
+# Karpenter's API and what each exporter exports, which the offline cluster checks against the real upstream code
+# where it can. Never config, the loader or a renderer: the pack judges those.
 FACT_MODULES = frozenset(
-    {"names", "catalog", "compat", "images", "errors", "files", "hami", "capacity", "pins", "eks", "metrics"}
+    {
+        "names",
+        "catalog",
+        "compat",
+        "images",
+        "errors",
+        "files",
+        "hami",
+        "capacity",
+        "pins",
+        "eks",
+        "metrics",
+        "karpenter_api",
+    }
 )
 
 

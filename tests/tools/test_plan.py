@@ -53,13 +53,37 @@ def test_bad_config_exits_2_with_one_line_and_writes_nothing(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("gpushare:karpenter", {"chartVersion": "v1.15.1"}, "error: gpushare:karpenter.chartVersion: 'v1.15.1'"),
+        ("gpushare:cluster", {"tags": {"karpenter.sh/nodepool": "x"}}, "error: gpushare:cluster.tags.karpenter.sh"),
+    ],
+    ids=["v-prefixed chart", "tag Karpenter sets"],
+)
+def test_what_the_pack_caught_after_rendering_is_a_config_error(tmp_path, key, value, message):
+    """Exit 2 before anything is written, where the pack used to exit 1 after the plan was rendered."""
+    raw = raw_stack("dev")
+    raw[key].update(value)
+    stack_file = tmp_path / "Pulumi.typo.yaml"
+    stack_file.write_text(yaml.safe_dump({"config": raw}))
+    completed = run_plan(stack_file, tmp_path / "out")
+    assert completed.returncode == 2
+    assert completed.stderr.startswith(message) and completed.stderr.count("\n") == 1, completed.stderr
+    assert not (tmp_path / "out").exists()
+
+
 def test_unreadable_stack_file_exits_2(tmp_path):
     missing = run_plan(tmp_path / "Pulumi.nope.yaml", tmp_path / "out")
     assert missing.returncode == 2 and "cannot read" in missing.stderr
     garbage = tmp_path / "Pulumi.garbage.yaml"
     garbage.write_text("config: [unclosed")
     bad = run_plan(garbage, tmp_path / "out")
-    assert bad.returncode == 2 and "did not find expected" in bad.stderr and "Traceback" not in bad.stderr
+    assert (
+        bad.returncode == 2
+        and "YAML syntax error at line 2 col 1: did not find expected" in bad.stderr
+        and "Traceback" not in bad.stderr
+    )
 
 
 @pytest.mark.parametrize(
@@ -67,15 +91,23 @@ def test_unreadable_stack_file_exits_2(tmp_path):
     [
         (
             "config:\n  aws:region: us-west-2\n  gpushare:pools: []\n  aws:region: eu-west-1\n",
-            "line 4, column 3: duplicate key 'aws:region' (first on line 2)",
+            "YAML error at line 4 col 3: duplicate key 'aws:region' (first on line 2)",
         ),
         (
             "config:\n  gpushare:teams:\n    - name: a\n      name: b\n",
-            "line 4, column 7: duplicate key 'name' (first on line 3)",
+            "YAML error at line 4 col 7: duplicate key 'name' (first on line 3)",
         ),
-        ("config:\n\taws:region: us-west-2\n", "line 2, column 1: found character that cannot start any token"),
+        (
+            "config:\n\taws:region: us-west-2\n",
+            "YAML syntax error at line 2 col 1: tabs are not allowed for indentation in YAML",
+        ),
+        (
+            "config:\n  gpushare:pools:\n  - name: a\n    \tmaxGpus: 3\n",
+            "YAML syntax error at line 4 col 5: tabs are not allowed for indentation in YAML",
+        ),
+        ("config:\n  aws:region: [us-west-2\n", "YAML syntax error at line 3 col 1: did not find expected ',' or ']'"),
     ],
-    ids=["top-level key", "nested key", "tab"],
+    ids=["top-level key", "nested key", "tab at the start", "tab after spaces", "syntax"],
 )
 def test_stack_file_mistakes_yaml_hides_are_refused_with_line_and_column(tmp_path, text, message):
     stack_file = tmp_path / "Pulumi.typo.yaml"

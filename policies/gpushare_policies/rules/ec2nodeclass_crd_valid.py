@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from gpushare import names
+from gpushare import karpenter_api, names
 
 from ..crd import CLASSES_CRD, as_dict, at_most, has, indexed_dicts, integer, matches, one_of, required
 from ..rule import Finding, Rule, finding
@@ -24,12 +24,6 @@ METADATA_ENUMS = {
     "httpProtocolIPv6": ("enabled", "disabled"),
     "httpTokens": ("required", "optional"),
 }
-RESTRICTED_TAGS = (
-    "eks:eks-cluster-name",
-    names.NODEPOOL_LABEL,
-    "karpenter.sh/nodeclaim",
-    "karpenter.k8s.aws/ec2nodeclass",
-)
 VOLUME_TYPES = ("standard", "io1", "io2", "gp2", "sc1", "st1", "gp3")
 VOLUME_SIZE = re.compile(
     r"^((?:[1-9][0-9]{0,3}|[1-4][0-9]{4}|[5][0-8][0-9]{3}|59000)Gi|(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|[6][0-3][0-9]{3}|64000)G"
@@ -209,8 +203,9 @@ def _tags(node_class: Resource, tags: Any, crd: str) -> Iterator[Finding]:
     """spec.tags: no empty key and none of the tags Karpenter sets itself. The cluster-ownership tags
     (kubernetes.io/cluster/...) are karpenter-pieces-consistent's; only the slash-less prefix is left here."""
     for key, value in tags.items() if isinstance(tags, dict) else ():
-        owned = key.startswith("kubernetes.io/cluster") and not key.startswith("kubernetes.io/cluster/")
-        if key == "" or key in RESTRICTED_TAGS or owned:
+        prefix = karpenter_api.CLUSTER_OWNERSHIP_TAG_PREFIX
+        owned = key.startswith(prefix) and not key.startswith(f"{prefix}/")
+        if key == "" or key in karpenter_api.RESTRICTED_NODE_CLASS_TAGS or owned:
             yield finding(
                 node_class,
                 f'spec.tags["{key}"]',

@@ -4,17 +4,14 @@ without the cluster-ownership tag Karpenter refuses."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
-from gpushare import names, pins
+from gpushare import karpenter_api, names, pins
 
 from ..rule import Finding, Rule, finding
 from ..stack import EC2_NODE_CLASS, NODE_POOL, Resource, StackView, sorted_by_name
 
 DISCOVERY_TAG = "karpenter.sh/discovery"
-# Karpenter charts are published to public.ecr.aws as OCI artifacts tagged `1.2.3`, never `v1.2.3`.
-OCI_TAG = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+$")
 SELECTORS = ("subnetSelectorTerms", "securityGroupSelectorTerms")
 
 
@@ -26,12 +23,13 @@ def check(view: StackView, _config: None) -> Iterator[Finding]:
     controller, crds = view.release(names.KARPENTER_CHART), view.release(names.KARPENTER_CRD_CHART)
     for release in (r for r in (controller, crds) if r is not None):
         version = release.get("version")
-        if not OCI_TAG.match(str(version)):
+        problem = karpenter_api.chart_tag_problem(str(version))
+        if problem is not None:
             yield finding(
                 release,
                 "version",
                 version,
-                "Karpenter's OCI charts are tagged without a leading v",
+                problem,
                 f"write it as {pins.chart_version(names.KARPENTER_CHART)}",
             )
     # A `v` prefix is reported above, on the release that has it; the pieces differ only when the numbers do.
@@ -58,7 +56,7 @@ def check(view: StackView, _config: None) -> Iterator[Finding]:
     cluster = controller.get("values", "settings", "clusterName") if controller is not None else None
     for node_class in sorted_by_name(classes.values()):
         tags = node_class.get("spec", "tags") or {}
-        for key in sorted(k for k in tags if str(k).startswith("kubernetes.io/cluster/")):
+        for key in sorted(k for k in tags if str(k).startswith(f"{karpenter_api.CLUSTER_OWNERSHIP_TAG_PREFIX}/")):
             yield finding(
                 node_class,
                 f'spec.tags["{key}"]',

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from typing import Any
 
-from gpushare import names
+from gpushare import karpenter_api, names
 
 from ..crd import (
     LABEL_KEY,
@@ -29,17 +28,10 @@ from ..crd import (
 from ..rule import Finding, Rule, finding
 from ..stack import NODE_POOL, Resource, StackView, sorted_by_name
 
-# NodePool (karpenter.sh_nodepools.yaml, v1).
-DURATION_OR_NEVER = re.compile(r"^(([0-9]+(s|m|h))+|Never)\Z")  # expireAfter, disruption.consolidateAfter
-DURATION = re.compile(r"^([0-9]+(s|m|h))+\Z")  # template.spec.terminationGracePeriod
-BUDGET_DURATION = re.compile(r"^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)\Z")
-BUDGET_NODES = re.compile(r"^((100|[0-9]{1,2})%|[0-9]+)\Z")
-# As the CRD writes it: `^` binds only the macro alternative, `$` only the five-field one.
-BUDGET_SCHEDULE = re.compile(
-    r"^(@(annually|yearly|monthly|weekly|daily|midnight|hourly))|((.+)\s(.+)\s(.+)\s(.+)\s(.+))\Z"
-)
+# NodePool (karpenter.sh_nodepools.yaml, v1): patterns and enums shared with config validation.
+DURATION_OR_NEVER = karpenter_api.DURATION_OR_NEVER  # expireAfter, disruption.consolidateAfter
+DURATION = karpenter_api.DURATION  # template.spec.terminationGracePeriod
 BUDGET_REASONS = ("Underutilized", "Empty", "Drifted", "Unhealthy")
-CONSOLIDATION_POLICIES = ("WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced")
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 TAINT_PART = LABEL_KEY  # taints[].key and taints[].value share the qualified-name pattern
 MAX_LIST = 50  # budgets, budgets[].reasons
@@ -81,7 +73,7 @@ def _disruption(pool: Resource, disruption: dict[str, Any], crd: str) -> Iterato
     """spec.disruption: v1.15 has no CEL tying consolidateAfter to the policy; both are enum/pattern checked."""
     where = "spec.disruption"
     policy, after = disruption.get("consolidationPolicy"), disruption.get("consolidateAfter")
-    yield from one_of(pool, f"{where}.consolidationPolicy", policy, CONSOLIDATION_POLICIES, crd)
+    yield from one_of(pool, f"{where}.consolidationPolicy", policy, karpenter_api.CONSOLIDATION_POLICIES, crd)
     yield from matches(
         pool, f"{where}.consolidateAfter", after, DURATION_OR_NEVER, crd, 'write a duration like "10m" or Never'
     )
@@ -90,13 +82,18 @@ def _disruption(pool: Resource, disruption: dict[str, Any], crd: str) -> Iterato
     for index, budget in indexed_dicts(budgets):
         at = f"{where}.budgets[{index}]"
         yield from matches(
-            pool, f"{at}.nodes", budget.get("nodes"), BUDGET_NODES, crd, "write a count or a percentage up to 100%"
+            pool,
+            f"{at}.nodes",
+            budget.get("nodes"),
+            karpenter_api.BUDGET_NODES,
+            crd,
+            "write a count or a percentage up to 100%",
         )
         yield from matches(
             pool,
             f"{at}.duration",
             budget.get("duration"),
-            BUDGET_DURATION,
+            karpenter_api.BUDGET_DURATION,
             crd,
             'write hours and minutes, e.g. "9h" or "1h30m"',
         )
@@ -104,10 +101,11 @@ def _disruption(pool: Resource, disruption: dict[str, Any], crd: str) -> Iterato
             pool,
             f"{at}.schedule",
             budget.get("schedule"),
-            BUDGET_SCHEDULE,
+            karpenter_api.BUDGET_SCHEDULE,
             crd,
             'write a cron schedule such as "0 15 * * mon-fri"',
         )
+        yield from _schedule_parses(pool, f"{at}.schedule", budget.get("schedule"))
         if has(budget, "schedule") != has(budget, "duration"):
             missing = "duration" if has(budget, "schedule") else "schedule"
             yield finding(
@@ -121,6 +119,23 @@ def _disruption(pool: Resource, disruption: dict[str, Any], crd: str) -> Iterato
         yield from at_most(pool, f"{at}.reasons", reasons, MAX_LIST, "reasons", crd)
         for position, reason in enumerate(reasons if isinstance(reasons, list) else []):
             yield from one_of(pool, f"{at}.reasons[{position}]", reason, BUDGET_REASONS, crd)
+
+
+def _schedule_parses(pool: Resource, where: str, schedule: Any) -> Iterator[Finding]:
+    """A schedule the CRD's pattern admits but Karpenter's cron parser refuses makes the budget fail closed:
+    every voluntary disruption of the pool stops (nodepool.go Budget.GetAllowedDisruptions returns 0)."""
+    text = text_of(schedule)
+    if text is None or not karpenter_api.BUDGET_SCHEDULE.search(text):
+        return  # unset, unknown, or the CRD pattern's finding
+    problem = karpenter_api.schedule_problem(text)
+    if problem is not None:
+        yield finding(
+            pool,
+            where,
+            schedule,
+            f"{problem}; a budget Karpenter cannot parse blocks all disruption of the pool",
+            'write a cron schedule such as "0 15 * * mon-fri" (Sunday is 0 or sun)',
+        )
 
 
 def _template_labels(pool: Resource, labels: Any, crd: str) -> Iterator[Finding]:
@@ -211,8 +226,10 @@ RULE = Rule(
     name="nodepool-crd-valid",
     order=28,
     description=f"Every NodePool passes the pinned {names.KARPENTER_API} NodePool CRD's schema and CEL rules: weight, "
-    "durations, disruption and budgets, requirements, template labels, taints, nodeClassRef and limits.",
-    why="The API server refuses such a NodePool only at `pulumi up`, after other resources changed.",
+    "durations, disruption and budgets (schedules parsed as Karpenter's cron parser does), requirements, template "
+    "labels, taints, nodeClassRef and limits.",
+    why="The API server refuses such a NodePool only at `pulumi up`, after other resources changed; a budget "
+    "schedule it admits but Karpenter cannot parse stops all disruption of the pool.",
     remediation="Write the field as the CRD accepts it (the message names the field and the CRD's rule).",
     enforcement="mandatory",
     severity="high",

@@ -138,15 +138,15 @@ def test_dev_keeps_inference_pool_still_in_business_hours(dev):
 @pytest.mark.parametrize(
     ("budget", "message"),
     [
-        ({"nodes": 1, "schedule": "0 9 * * *"}, ": schedule and duration must be set together"),
-        ({"nodes": 1, "duration": "8h"}, ": schedule and duration must be set together"),
+        ({"nodes": 1, "schedule": "0 9 * * *"}, r"\.duration: is required with schedule"),
+        ({"nodes": 1, "duration": "8h"}, r"\.schedule: is required with duration"),
         ({"nodes": "101%"}, r"\.nodes: String should match pattern"),
         ({"nodes": "ten"}, r"\.nodes: String should match pattern"),
         ({"nodes": 1, "schedule": "0 9 * * *", "duration": "30s"}, r"\.duration: String should match"),
-        ({"nodes": 1, "schedule": "9am daily", "duration": "8h"}, r"\.schedule: String should match"),
+        ({"nodes": 1, "schedule": "9am daily", "duration": "8h"}, r"\.schedule: '9am daily': the NodePool CRD refuses"),
         ({"nodes": 1, "reasons": ["Expired"]}, r"\.reasons\[0\]: Input should be 'Underutilized'"),
-        ({"nodes": 1, "reasons": ["Empty", "Empty"]}, r"\.reasons: .*lists a reason twice"),
-        ({"schedule": "@daily", "duration": "1h"}, r"\.nodes: Field required"),
+        ({"nodes": 1, "reasons": ["Empty", "Empty"]}, r"\.reasons\[1\]: 'Empty' is listed twice \(first at \[0\]\)"),
+        ({"schedule": "@daily", "duration": "1h"}, r"\.nodes: is required"),
     ],
 )
 def test_bad_budgets_are_refused_with_the_key(dev_raw, budget, message):
