@@ -43,6 +43,14 @@ NVIDIA_CHART_DEFAULT_NODE_SELECTOR_TERMS: Final = (
     ({"key": "feature.node.kubernetes.io/cpu-model.vendor_id", "operator": "In", "values": ["NVIDIA"]},),
     ({"key": names.NVIDIA_GPU_PRESENT_LABEL[0], "operator": "In", "values": [names.NVIDIA_GPU_PRESENT_LABEL[1]]},),
 )
+# Its default tolerations (same file, v0.20.0): a values list replaces them, `null` or `[]` renders none.
+NVIDIA_CHART_DEFAULT_TOLERATIONS: Final = (
+    {"key": "CriticalAddonsOnly", "operator": "Exists"},
+    {"key": names.GPU, "operator": "Exists", "effect": "NoSchedule"},
+)
+# The HAMi chart's own mock DaemonSet (charts/hami/templates/device-plugin/daemonsetmock.yaml, 2.8.0 to 2.10.0,
+# rendered only with mockDevicePlugin.enabled) has no node selector and only this toleration, fixed in the template.
+HAMI_CHART_MOCK_TOLERATIONS: Final = ({"key": "CriticalAddonsOnly", "operator": "Exists"},)
 
 
 def parse_version(text: str) -> tuple[int, int, int]:

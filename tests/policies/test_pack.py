@@ -16,7 +16,7 @@ from tests.conftest import PLAN_DATE, ROOT
 from tools.docs import policy_table
 
 EXPECTED = [
-    ("hami-pool-labels-match-device-plugins", "mandatory"),
+    ("device-plugins-per-pool", "mandatory"),
     ("hami-overlay-coverage", "mandatory"),
     ("hami-overlay-capacity-matches", "mandatory"),
     ("node-overlay-no-conflicts", "mandatory"),
@@ -35,7 +35,6 @@ EXPECTED = [
     ("hami-resource-names-consistent", "mandatory"),
     ("hami-webhook-scope", "mandatory"),
     ("karpenter-pieces-consistent", "mandatory"),
-    ("nvidia-device-plugin-placement", "mandatory"),
     ("timeslice-overlays-match", "mandatory"),
     ("team-admission-scoped", "mandatory"),
     ("team-scheduler-policy-applied", "mandatory"),

@@ -1,0 +1,264 @@
+"""Which GPU device plugin lands on which pool's nodes, computed the way the charts render their DaemonSets.
+
+A DaemonSet's pod lands on a node when its nodeSelector matches the node's labels, one of its required node
+affinity terms holds and it tolerates every NoSchedule/NoExecute taint. The pack sees a chart's values, not the
+DaemonSet, so the values are merged over the chart defaults as Helm coalesces them (maps merge key by key, a
+`null` deletes a key, lists and scalars replace: `affinity: {}` keeps the chart's affinity, helm/helm#5407) and
+the three fields are read as the templates write them (`{{- with }}` / `{{- if }}`: an empty map or list renders
+nothing, so an empty selector admits every node).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from gpushare import compat, names
+from gpushare.catalog import load_catalog
+
+from .hami import is_hami_pool
+from .kube import Pool, describe_requirement, pools, requirement_matches, tolerates
+from .stack import Resource, StackView, version_of
+
+NVIDIA, HAMI, MOCK = "nvidia", "hami", "mock"
+WHAT = {NVIDIA: "NVIDIA's device plugin", HAMI: "HAMi's device plugin", MOCK: "the mock device plugin"}
+# The selector that keeps each plugin on its own pools: the labels gpushare gives exactly those pools.
+OWN_SELECTOR = {
+    NVIDIA: dict([names.NVIDIA_PLUGIN_NODE_LABEL]),
+    HAMI: dict([names.HAMI_NODE_LABEL]),
+    MOCK: dict([names.HAMI_NODE_LABEL]),
+}
+BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")  # PreferNoSchedule keeps no DaemonSet pod away
+
+
+def helm_merge(defaults: Any, values: Any) -> Any:
+    """`values` over a chart's `defaults` as Helm coalesces them: maps merge, null deletes, the rest replaces."""
+    if not isinstance(defaults, dict) or not isinstance(values, dict):
+        return values
+    merged = dict(defaults)
+    for key, value in values.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = helm_merge(merged.get(key), value)
+    return merged
+
+
+def _at(values: Any, *path: str) -> Any:
+    for step in path:
+        values = values.get(step) if isinstance(values, dict) else None
+    return values
+
+
+@dataclass(frozen=True, eq=False)  # compared and hashed by identity: one per DaemonSet
+class Placement:
+    """Where one device-plugin DaemonSet lands; `keys` say where its nodeSelector, affinity and tolerations come
+    from (values keys of a release, pod-spec paths of a DaemonSet object)."""
+
+    kind: str
+    resource: Resource
+    keys: tuple[str, str, str]
+    node_selector: dict[str, str]
+    terms: tuple[tuple[dict[str, Any], ...], ...] | None  # None: no required node affinity rendered
+    tolerations: tuple[dict[str, Any], ...]
+    off: tuple[str, Any] | None = None  # (values key, value) that stops the chart rendering it at all
+    fixed: bool = False  # node selector and tolerations are fixed in the chart template; keys[0] turns it on
+
+    @property
+    def label(self) -> str:
+        return f"{self.resource.label} ({WHAT[self.kind]})"
+
+    def blocker(self, labels: Mapping[str, str], taints: tuple[dict[str, Any], ...]) -> tuple[str, Any, str] | None:
+        """(key, its value, why) of the first field that keeps the pod off a node with these labels and taints;
+        None when it lands there."""
+        if self.off is not None:
+            return (*self.off, "the chart renders no DaemonSet")
+        for key, value in self.node_selector.items():
+            if labels.get(key) != value:
+                return self.keys[0], self.node_selector, f'the nodes carry no label {key}: "{value}"'
+        if self.terms is not None and not any(
+            term and all(requirement_matches(e, labels) for e in term) for term in self.terms
+        ):
+            return self.keys[1], show_terms(self.terms), "no term of its required node affinity holds for their labels"
+        for taint in taints:
+            if taint.get("effect") in BLOCKING_EFFECTS and not tolerates(self.tolerations, taint):
+                return self.keys[2], list(self.tolerations), f"it does not tolerate their taint {show_taint(taint)}"
+        return None
+
+
+def show_terms(terms: tuple[tuple[dict[str, Any], ...], ...]) -> str:
+    """Required node affinity as `a In [x] and b Exists or c In [y]`."""
+    return " or ".join(" and ".join(describe_requirement(e) for e in term) or "(empty term)" for term in terms)
+
+
+def show_taint(taint: Mapping[str, Any]) -> str:
+    value = f"={taint['value']}" if taint.get("value") else ""
+    return f"{taint.get('key')}{value}:{taint.get('effect')}"
+
+
+def _terms(affinity: Any) -> tuple[tuple[dict[str, Any], ...], ...] | None:
+    required = _at(affinity, "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution")
+    if not isinstance(required, dict):
+        return None
+    terms = required.get("nodeSelectorTerms")
+    return tuple(
+        tuple(e for e in term.get("matchExpressions") or [] if isinstance(e, dict))
+        for term in (terms if isinstance(terms, list) else ())
+        if isinstance(term, dict)
+    )
+
+
+def _selector(value: Any) -> dict[str, str]:
+    return {str(k): str(v) for k, v in value.items() if v is not None} if isinstance(value, dict) else {}
+
+
+def _tolerations(value: Any) -> tuple[dict[str, Any], ...]:
+    return tuple(t for t in value if isinstance(t, dict)) if isinstance(value, list) else ()
+
+
+NVIDIA_CHART_DEFAULTS: dict[str, Any] = {
+    "nodeSelector": {},
+    "affinity": {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": list(term)} for term in compat.NVIDIA_CHART_DEFAULT_NODE_SELECTOR_TERMS
+                ]
+            }
+        }
+    },
+    "tolerations": list(compat.NVIDIA_CHART_DEFAULT_TOLERATIONS),
+    "devicePlugin": {"enabled": True},
+}
+
+
+def _nvidia(release: Resource) -> Placement:
+    """deployments/helm/nvidia-device-plugin templates/daemonset-device-plugin.yml (v0.20.0): `with` on each field."""
+    values = helm_merge(NVIDIA_CHART_DEFAULTS, release.get("values") or {})
+    enabled = _at(values, "devicePlugin", "enabled")
+    return Placement(
+        kind=NVIDIA,
+        resource=release,
+        keys=("values.nodeSelector", "values.affinity", "values.tolerations"),
+        node_selector=_selector(values.get("nodeSelector")),
+        terms=_terms(values.get("affinity")),
+        tolerations=_tolerations(values.get("tolerations")),
+        off=None if enabled else ("values.devicePlugin.enabled", enabled),
+    )
+
+
+def _hami(release: Resource) -> list[Placement]:
+    """charts/hami templates/device-plugin/daemonsetnvidia.yaml and daemonsetmock.yaml (2.8.3): the plugin's
+    `if` on the selector and tolerations, no affinity; the chart's own mock only when enabled."""
+    version = str(release.get("version") or "")
+    key = compat.hami_node_selector_key(version) if version_of(version) else "nvidiaNodeSelector"
+    defaults = {
+        "devicePlugin": {"enabled": True, key: dict([names.HAMI_NODE_LABEL]), "tolerations": []},
+        "dra": {"enabled": False},
+        "mockDevicePlugin": {"enabled": False},
+    }
+    values = helm_merge(defaults, release.get("values") or {})
+    plugin = values.get("devicePlugin") if isinstance(values.get("devicePlugin"), dict) else {}
+    off = None
+    if not plugin.get("enabled"):
+        off = ("values.devicePlugin.enabled", plugin.get("enabled"))
+    elif _at(values, "dra", "enabled"):
+        off = ("values.dra.enabled", True)
+    found = [
+        Placement(
+            kind=HAMI,
+            resource=release,
+            keys=(f"values.devicePlugin.{key}", "(no affinity in the chart)", "values.devicePlugin.tolerations"),
+            node_selector=_selector(plugin.get(key)),
+            terms=None,
+            tolerations=_tolerations(plugin.get("tolerations")),
+            off=off,
+        )
+    ]
+    if _at(values, "mockDevicePlugin", "enabled"):
+        found.append(
+            Placement(
+                kind=MOCK,
+                resource=release,
+                keys=("values.mockDevicePlugin.enabled",) * 3,
+                node_selector={},
+                terms=None,
+                tolerations=compat.HAMI_CHART_MOCK_TOLERATIONS,
+                fixed=True,
+            )
+        )
+    return found
+
+
+def _daemonset(daemonset: Resource) -> Placement:
+    spec = daemonset.get("spec", "template", "spec") or {}
+    return Placement(
+        kind=MOCK,
+        resource=daemonset,
+        keys=("spec.template.spec.nodeSelector", "spec.template.spec.affinity", "spec.template.spec.tolerations"),
+        node_selector=_selector(spec.get("nodeSelector")),
+        terms=_terms(spec.get("affinity")),
+        tolerations=_tolerations(spec.get("tolerations")),
+    )
+
+
+def device_plugins(view: StackView) -> list[Placement]:
+    """Every GPU device-plugin DaemonSet the stack renders or asks a chart to render."""
+
+    def compute() -> list[Placement]:
+        found = [_nvidia(r) for r in view.releases(names.NVIDIA_PLUGIN_CHART)]
+        for release in view.releases(names.HAMI_CHART):
+            found += _hami(release)
+        return found + [_daemonset(ds) for ds in view.mock_daemonsets()]
+
+    return list(view.memo("device-plugins", compute))
+
+
+def takes_nvidia_gpus(pool: Pool) -> bool:
+    """Labelled exclusive or time-sliced, or launching GPU types of the catalog (and not served by HAMi)."""
+    if pool.labels.get(names.SHARING_LABEL) in (names.SHARING_EXCLUSIVE, names.SHARING_TIMESLICE):
+        return True
+    catalog = load_catalog()
+    return any(
+        t in catalog.instance_type_names and catalog.instance_type(t).gpu_count > 0 for t in pool.instance_types or ()
+    )
+
+
+def role(view: StackView, pool: Pool) -> str:
+    """HAMI for pools HAMi serves, NVIDIA for pools taking whole or time-sliced GPUs, "" for CPU pools."""
+    if is_hami_pool(view, pool):
+        return HAMI
+    return NVIDIA if takes_nvidia_gpus(pool) else ""
+
+
+def expected_kinds(pool_role: str, mock_rendered: bool) -> frozenset[str]:
+    """Exactly the plugins a pool's nodes need: HAMi's plus the mock (where the stack renders one) on HAMi pools,
+    NVIDIA's on exclusive and time-sliced ones, none on CPU pools."""
+    if pool_role == HAMI:
+        return frozenset({HAMI, MOCK} if mock_rendered else {HAMI})
+    return frozenset({NVIDIA}) if pool_role == NVIDIA else frozenset()
+
+
+def node_shapes(pool: Pool) -> list[dict[str, str]]:
+    """The label sets of the pool's nodes: per instance type it allows (template labels and the nodepool label
+    only when it allows any)."""
+    if not pool.instance_types:
+        return [{**pool.labels, names.NODEPOOL_LABEL: pool.name}]
+    return [pool.node_labels(t) for t in pool.instance_types]
+
+
+def lands(placement: Placement, pool: Pool) -> bool:
+    """On some node the pool can launch."""
+    return any(placement.blocker(labels, pool.taints) is None for labels in node_shapes(pool))
+
+
+def kept_off(placement: Placement, pool: Pool) -> tuple[str, Any, str] | None:
+    """Why the plugin misses some node the pool can launch; None when it lands on all of them."""
+    return next(
+        (found for labels in node_shapes(pool) if (found := placement.blocker(labels, pool.taints)) is not None), None
+    )
+
+
+def pools_by_role(view: StackView) -> list[tuple[Pool, str]]:
+    return [(pool, role(view, pool)) for pool in pools(view)]

@@ -1,0 +1,151 @@
+"""Every pool's nodes get exactly the device plugins their sharing mode needs, computed from where each
+plugin's rendered DaemonSet lands."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator
+from typing import Any
+
+from gpushare import names
+
+from ..placement import (
+    HAMI,
+    MOCK,
+    NVIDIA,
+    OWN_SELECTOR,
+    WHAT,
+    Placement,
+    device_plugins,
+    expected_kinds,
+    kept_off,
+    lands,
+    pools_by_role,
+)
+from ..rule import Finding, Rule, finding, finding_about
+from ..stack import StackView
+
+ROLE = {HAMI: "HAMi", NVIDIA: "exclusive/time-sliced", "": "CPU"}
+# What the nodes of a pool miss without the plugin.
+MISSING = {
+    NVIDIA: f"register no {names.GPU}, never initialize and bill until they expire",
+    HAMI: f"register no {names.GPU} vGPUs and GPU pods stay Pending",
+    MOCK: f"never register {names.GPU_MEMORY}/{names.GPU_CORES} and their NodeClaims stay ResourceNotRegistered",
+}
+# What goes wrong when the plugin also lands where it does not belong.
+EXTRA = {
+    NVIDIA: f"a second plugin registers {names.GPU} beside the pool's own and the two fight over it (HAMi #829)",
+    HAMI: f"a second plugin registers {names.GPU} beside the pool's own and the two fight over it (HAMi #646)",
+    MOCK: f"it registers {names.GPU_MEMORY}/{names.GPU_CORES} that no HAMi scheduler serves there",
+}
+ON_CPU_NODES = "its pods start on nodes without a GPU, where they fail and restart"
+DEPLOY = {
+    NVIDIA: f"deploy the `{names.NVIDIA_PLUGIN_CHART}` chart with devicePlugin.enabled (gpushare does)",
+    HAMI: f"deploy the `{names.HAMI_CHART}` chart with devicePlugin.enabled true and dra.enabled false",
+}
+
+
+def _selector(kind: str) -> str:
+    return ", ".join(f'{k}: "{v}"' for k, v in OWN_SELECTOR[kind].items())
+
+
+def _pools(names_: list[str]) -> str:
+    return ", ".join(sorted(names_))
+
+
+def _fix(placement: Placement, key: str) -> str:
+    """The change that makes the plugin land, for the field that keeps it off."""
+    if placement.off is not None:
+        return f"set {key} so the chart renders the DaemonSet"
+    if key == placement.keys[2]:
+        return f"tolerate those pools' taints in {key}"
+    own = _selector(placement.kind)
+    if key == placement.keys[1]:
+        return f"let {key} admit nodes labelled {own}, or set it to null to keep only the node selector"
+    return f"set {key} to {{{own}}} and label those pools' templates {own}"
+
+
+def check_device_plugins(view: StackView, _config: None) -> Iterator[Finding]:
+    plugins = device_plugins(view)
+    mock_rendered = any(p.kind == MOCK for p in plugins)
+    kept: dict[tuple[Placement, str, str, str], list[str]] = defaultdict(list)
+    shown: dict[tuple[Placement, str, str, str], Any] = {}
+    extra: dict[tuple[Placement, str], list[str]] = defaultdict(list)
+    absent: dict[str, list[str]] = defaultdict(list)
+    doubled: dict[tuple[Placement, ...], list[str]] = defaultdict(list)
+    for pool, pool_role in pools_by_role(view):
+        wanted = expected_kinds(pool_role, mock_rendered)
+        for kind in sorted(wanted):
+            of_kind = [p for p in plugins if p.kind == kind]
+            if not of_kind:
+                absent[kind].append(pool.name)
+                continue
+            landing = [p for p in of_kind if lands(p, pool)]
+            if len(landing) > 1:
+                doubled[tuple(landing)].append(pool.name)
+            for placement in of_kind if not landing else []:
+                key, value, why = kept_off(placement, pool) or ("", None, "")
+                kept[(placement, key, why, ROLE[pool_role])].append(pool.name)
+                shown[(placement, key, why, ROLE[pool_role])] = value
+            for placement in landing:
+                if (blocked := kept_off(placement, pool)) is not None:  # lands on some of its types only
+                    key, value, why = blocked
+                    kept[(placement, key, why, ROLE[pool_role])].append(pool.name)
+                    shown[(placement, key, why, ROLE[pool_role])] = value
+        for placement in plugins:
+            if placement.kind not in wanted and lands(placement, pool):
+                extra[(placement, ROLE[pool_role])].append(pool.name)
+
+    for kind, pool_names in sorted(absent.items()):
+        yield finding_about(
+            None,
+            f"nothing in the stack runs {WHAT[kind]}, so the nodes of pools {_pools(pool_names)} {MISSING[kind]}",
+            DEPLOY[kind],
+        )
+    for (placement, key, why, pool_role), pool_names in kept.items():
+        yield finding(
+            placement.resource,
+            key,
+            shown[(placement, key, why, pool_role)],
+            f"{WHAT[placement.kind]} never lands on the {pool_role} pools {_pools(pool_names)} ({why}), so their "
+            f"nodes {MISSING[placement.kind]}",
+            _fix(placement, key),
+        )
+    for (placement, pool_role), pool_names in extra.items():
+        harm = ON_CPU_NODES if pool_role == ROLE[""] else EXTRA[placement.kind]
+        fix = f"set {placement.keys[0]} to {{{_selector(placement.kind)}}} and keep that label off those pools"
+        if placement.fixed:
+            fix = f"set {placement.keys[0]} to false and run a mock DaemonSet that selects {_selector(MOCK)}"
+        yield finding(
+            placement.resource,
+            placement.keys[0],
+            True if placement.fixed else placement.node_selector,
+            f"{WHAT[placement.kind]} also lands on the {pool_role} pools {_pools(pool_names)} (its node selector, "
+            f"required affinity and tolerations admit their nodes): {harm}",
+            fix,
+        )
+    for landing, pool_names in doubled.items():
+        yield finding_about(
+            landing[0].resource,
+            f"{' and '.join(p.label for p in landing)} all land on pools {_pools(pool_names)}: two copies of "
+            f"{WHAT[landing[0].kind]} register the same resources on one node",
+            "keep one of them",
+        )
+
+
+RULE = Rule(
+    name="device-plugins-per-pool",
+    order=1,
+    description="Every HAMi pool's nodes get exactly HAMi's device plugin and the mock, every exclusive or "
+    "time-sliced pool's exactly NVIDIA's, CPU pools none: computed from each plugin's rendered node selector, "
+    "required node affinity and tolerations (chart defaults merged as Helm does) against each pool's labels and "
+    "taints.",
+    why="A pool no plugin lands on registers no GPU: its nodes never initialize and bill until they expire. Two "
+    f"plugins on one node fight over {names.GPU} (HAMi #646, #829).",
+    remediation=f"HAMi pools carry {_selector(HAMI)} and the HAMi plugin and mock select it; exclusive and "
+    f"time-sliced pools carry {_selector(NVIDIA)} and the NVIDIA plugin's values.nodeSelector selects it; every "
+    "plugin tolerates its pools' taints (gpushare renders all of this).",
+    enforcement="mandatory",
+    severity="critical",
+    check=check_device_plugins,
+)
