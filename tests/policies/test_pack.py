@@ -35,6 +35,7 @@ EXPECTED = [
     ("hami-resource-names-consistent", "mandatory"),
     ("hami-webhook-scope", "mandatory"),
     ("karpenter-pieces-consistent", "mandatory"),
+    ("node-overlay-selects-own-pool", "mandatory"),
     ("timeslice-overlays-match", "mandatory"),
     ("team-admission-scoped", "mandatory"),
     ("team-scheduler-policy-applied", "mandatory"),
