@@ -214,8 +214,8 @@ def requirement_may_hold(requirement: Mapping[str, Any], labels: Mapping[str, st
     """A NodeOverlay requirement against a pool's node of one type: capacity type holds for some offering the pool
     allows, labels gpushare cannot evaluate may hold, every other label is known."""
     key = requirement.get("key")
-    if key in UNEVALUATED_LABELS:
-        return True
+    if key in UNEVALUATED_LABELS:  # set on every node, to a value gpushare cannot know
+        return requirement.get("operator") != "DoesNotExist"
     if key == names.CAPACITY_TYPE_LABEL:
         return any(requirement_matches(requirement, {key: value}) for value in capacity_types or CAPACITY_TYPES)
     return requirement_matches(requirement, labels)

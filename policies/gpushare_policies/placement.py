@@ -248,16 +248,11 @@ def node_shapes(pool: Pool) -> list[dict[str, str]]:
     return [pool.node_labels(t) for t in pool.instance_types]
 
 
-def lands(placement: Placement, pool: Pool) -> bool:
-    """On some node the pool can launch."""
-    return any(placement.blocker(labels, pool.taints) is None for labels in node_shapes(pool))
-
-
-def kept_off(placement: Placement, pool: Pool) -> tuple[str, Any, str] | None:
-    """Why the plugin misses some node the pool can launch; None when it lands on all of them."""
-    return next(
-        (found for labels in node_shapes(pool) if (found := placement.blocker(labels, pool.taints)) is not None), None
-    )
+def reach(placement: Placement, pool: Pool, shapes: list[dict[str, str]]) -> tuple[bool, tuple[str, Any, str] | None]:
+    """(whether it lands on some node of the pool, why it misses one: None when it lands on all); `shapes` are the
+    pool's node_shapes, computed once per pool."""
+    blockers = [placement.blocker(labels, pool.taints) for labels in shapes]
+    return any(b is None for b in blockers), next((b for b in blockers if b is not None), None)
 
 
 def pools_by_role(view: StackView) -> list[tuple[Pool, str]]:

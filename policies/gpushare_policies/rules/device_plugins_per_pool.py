@@ -18,9 +18,9 @@ from ..placement import (
     Placement,
     device_plugins,
     expected_kinds,
-    kept_off,
-    lands,
+    node_shapes,
     pools_by_role,
+    reach,
 )
 from ..rule import Finding, Rule, finding, finding_about
 from ..stack import StackView
@@ -75,25 +75,24 @@ def check_device_plugins(view: StackView, _config: None) -> Iterator[Finding]:
     doubled: dict[tuple[Placement, ...], list[str]] = defaultdict(list)
     for pool, pool_role in pools_by_role(view):
         wanted = expected_kinds(pool_role, mock_rendered)
+        shapes = node_shapes(pool)
+        reached = {placement: reach(placement, pool, shapes) for placement in plugins}
         for kind in sorted(wanted):
             of_kind = [p for p in plugins if p.kind == kind]
             if not of_kind:
                 absent[kind].append(pool.name)
                 continue
-            landing = [p for p in of_kind if lands(p, pool)]
+            landing = [p for p in of_kind if reached[p][0]]
             if len(landing) > 1:
                 doubled[tuple(landing)].append(pool.name)
-            for placement in of_kind if not landing else []:
-                key, value, why = kept_off(placement, pool) or ("", None, "")
-                kept[(placement, key, why, ROLE[pool_role])].append(pool.name)
-                shown[(placement, key, why, ROLE[pool_role])] = value
-            for placement in landing:
-                if (blocked := kept_off(placement, pool)) is not None:  # lands on some of its types only
+            # Every copy is kept off when none lands; a landing one may still miss some of the pool's types.
+            for placement in landing or of_kind:
+                if (blocked := reached[placement][1]) is not None:
                     key, value, why = blocked
                     kept[(placement, key, why, ROLE[pool_role])].append(pool.name)
                     shown[(placement, key, why, ROLE[pool_role])] = value
         for placement in plugins:
-            if placement.kind not in wanted and lands(placement, pool):
+            if placement.kind not in wanted and reached[placement][0]:
                 extra[(placement, ROLE[pool_role])].append(pool.name)
 
     for kind, pool_names in sorted(absent.items()):

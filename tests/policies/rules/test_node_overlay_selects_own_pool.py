@@ -85,6 +85,11 @@ CASES = {
         _requirements(req(NODEPOOL, "In", "g5-shared"), req(TYPE, "In", "g6.xlarge")),
         ["it selects none of pool g5-shared's instance types (g5.xlarge, g5.2xlarge, g5.4xlarge)"],
     ),
+    "DoesNotExist on a label Karpenter sets on every node": (
+        RULE,
+        _requirements(req(NODEPOOL, "In", "g5-shared"), XL, req("topology.kubernetes.io/zone", "DoesNotExist")),
+        ["it selects none of pool g5-shared's instance types"],
+    ),
     "labelled for a pool that does not exist": (
         RULE,
         lambda r: overlay(r)["metadata"]["labels"].update({"gpushare.io/pool": "g5-old"}),
