@@ -1,4 +1,5 @@
-"""Which GPU device plugin lands on which pool's nodes, computed the way the charts render their DaemonSets.
+"""Which GPU device plugin (and GPU exporter) lands on which pool's nodes, computed the way the charts render
+their DaemonSets.
 
 A DaemonSet's pod lands on a node when its nodeSelector matches the node's labels, one of its required node
 affinity terms holds and it tolerates every NoSchedule/NoExecute taint. The pack sees a chart's values, not the
@@ -19,16 +20,24 @@ from gpushare.catalog import load_catalog
 
 from .hami import is_hami_pool
 from .kube import Pool, describe_requirement, pools, requirement_matches, tolerates
-from .stack import Resource, StackView, version_of
+from .stack import EKS_MANAGED_NODE_GROUP, EKS_NODE_GROUP, NODE_POOL, Resource, StackView, version_of
 
-NVIDIA, HAMI, MOCK = "nvidia", "hami", "mock"
-WHAT = {NVIDIA: "NVIDIA's device plugin", HAMI: "HAMi's device plugin", MOCK: "the mock device plugin"}
-# The selector that keeps each plugin on its own pools: the labels gpushare gives exactly those pools.
-OWN_SELECTOR = {
-    NVIDIA: dict([names.NVIDIA_PLUGIN_NODE_LABEL]),
-    HAMI: dict([names.HAMI_NODE_LABEL]),
-    MOCK: dict([names.HAMI_NODE_LABEL]),
+NVIDIA, HAMI, MOCK, DCGM = "nvidia", "hami", "mock", "dcgm"
+WHAT = {
+    NVIDIA: "NVIDIA's device plugin",
+    HAMI: "HAMi's device plugin",
+    MOCK: "the mock device plugin",
+    DCGM: "the GPU exporter",
 }
+# The node label that keeps each DaemonSet on its own pools: gpushare gives it to exactly those pools.
+OWN_LABEL = {
+    NVIDIA: f'{names.NVIDIA_PLUGIN_NODE_LABEL[0]}: "{names.NVIDIA_PLUGIN_NODE_LABEL[1]}"',
+    HAMI: f'{names.HAMI_NODE_LABEL[0]}: "{names.HAMI_NODE_LABEL[1]}"',
+    MOCK: f'{names.HAMI_NODE_LABEL[0]}: "{names.HAMI_NODE_LABEL[1]}"',
+    DCGM: f"{names.SHARING_LABEL} (any value)",
+}
+# EKS managed node groups spell taint effects the AWS way.
+EKS_TAINT_EFFECTS = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
 BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")  # PreferNoSchedule keeps no DaemonSet pod away
 
 
@@ -191,6 +200,21 @@ def _hami(release: Resource) -> list[Placement]:
     return found
 
 
+def _dcgm(release: Resource) -> Placement:
+    """NVIDIA/dcgm-exporter deployment/templates/daemonset.yaml (4.5.1-4.8.0 to 4.5.3-4.8.2): `if` on affinity and node selector,
+    `with` on tolerations."""
+    defaults = {"nodeSelector": {}, "affinity": {}, "tolerations": list(compat.DCGM_CHART_DEFAULT_TOLERATIONS)}
+    values = helm_merge(defaults, release.get("values") or {})
+    return Placement(
+        kind=DCGM,
+        resource=release,
+        keys=("values.nodeSelector", "values.affinity", "values.tolerations"),
+        node_selector=_selector(values.get("nodeSelector")),
+        terms=_terms(values.get("affinity")),
+        tolerations=_tolerations(values.get("tolerations")),
+    )
+
+
 def _daemonset(daemonset: Resource) -> Placement:
     spec = daemonset.get("spec", "template", "spec") or {}
     return Placement(
@@ -203,16 +227,17 @@ def _daemonset(daemonset: Resource) -> Placement:
     )
 
 
-def device_plugins(view: StackView) -> list[Placement]:
-    """Every GPU device-plugin DaemonSet the stack renders or asks a chart to render."""
+def gpu_daemonsets(view: StackView) -> list[Placement]:
+    """Every GPU device plugin and GPU exporter DaemonSet the stack renders or asks a chart to render."""
 
     def compute() -> list[Placement]:
         found = [_nvidia(r) for r in view.releases(names.NVIDIA_PLUGIN_CHART)]
         for release in view.releases(names.HAMI_CHART):
             found += _hami(release)
+        found += [_dcgm(r) for r in view.releases(names.DCGM_CHART)]
         return found + [_daemonset(ds) for ds in view.mock_daemonsets()]
 
-    return list(view.memo("device-plugins", compute))
+    return list(view.memo("gpu-daemonsets", compute))
 
 
 def takes_nvidia_gpus(pool: Pool) -> bool:
@@ -232,17 +257,19 @@ def role(view: StackView, pool: Pool) -> str:
     return NVIDIA if takes_nvidia_gpus(pool) else ""
 
 
-def expected_kinds(pool_role: str, mock_rendered: bool) -> frozenset[str]:
-    """Exactly the plugins a pool's nodes need: HAMi's plus the mock (where the stack renders one) on HAMi pools,
-    NVIDIA's on exclusive and time-sliced ones, none on CPU pools."""
+def expected_kinds(pool_role: str, rendered: set[str]) -> frozenset[str]:
+    """Exactly the DaemonSets a pool's nodes need: HAMi's plugin plus the mock (where the stack renders one) on HAMi
+    pools, NVIDIA's on exclusive and time-sliced ones, the GPU exporter (where deployed) on both, none on CPU nodes."""
     if pool_role == HAMI:
-        return frozenset({HAMI, MOCK} if mock_rendered else {HAMI})
-    return frozenset({NVIDIA}) if pool_role == NVIDIA else frozenset()
+        return frozenset({HAMI} | ({MOCK, DCGM} & rendered))
+    return frozenset({NVIDIA} | ({DCGM} & rendered)) if pool_role == NVIDIA else frozenset()
 
 
 def node_shapes(pool: Pool) -> list[dict[str, str]]:
     """The label sets of the pool's nodes: per instance type it allows (template labels and the nodepool label
     only when it allows any)."""
+    if pool.resource.type != NODE_POOL:
+        return [dict(pool.labels)]
     if not pool.instance_types:
         return [{**pool.labels, names.NODEPOOL_LABEL: pool.name}]
     return [pool.node_labels(t) for t in pool.instance_types]
@@ -255,5 +282,31 @@ def reach(placement: Placement, pool: Pool, shapes: list[dict[str, str]]) -> tup
     return any(b is None for b in blockers), next((b for b in blockers if b is not None), None)
 
 
+def node_groups(view: StackView) -> list[Pool]:
+    """The EKS managed node groups (the system nodes) as pools of CPU nodes: their labels and taints."""
+    found = []
+    for group in view.of_type(EKS_NODE_GROUP) or view.of_type(EKS_MANAGED_NODE_GROUP):
+        taints = tuple(
+            {**t, "effect": EKS_TAINT_EFFECTS.get(str(t.get("effect")), t.get("effect"))}
+            for t in group.get("taints") or []
+            if isinstance(t, dict)
+        )
+        labels = group.get("labels")
+        found.append(
+            Pool(
+                resource=group,
+                name=str(group.get("nodeGroupName") or group.name),
+                labels={str(k): str(v) for k, v in labels.items()} if isinstance(labels, dict) else {},
+                instance_types=None,
+                taints=taints,
+                limits={},
+                node_class=None,
+                capacity_types=None,
+            )
+        )
+    return found
+
+
 def pools_by_role(view: StackView) -> list[tuple[Pool, str]]:
-    return [(pool, role(view, pool)) for pool in pools(view)]
+    """Every NodePool with its role, then every managed node group as CPU nodes."""
+    return [(pool, role(view, pool)) for pool in pools(view)] + [(group, "") for group in node_groups(view)]

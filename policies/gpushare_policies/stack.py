@@ -39,6 +39,8 @@ RESOURCE_QUOTA = "kubernetes:core/v1:ResourceQuota"
 # real preview its child aws:eks/cluster:Cluster carries the settings and the component only its outputs.
 EKS_COMPONENT = "eks:index:Cluster"
 EKS_CLUSTER = "aws:eks/cluster:Cluster"
+EKS_MANAGED_NODE_GROUP = "eks:index:ManagedNodeGroup"  # pulumi-eks component: its inputs offline
+EKS_NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"  # its child in a real preview
 
 
 def plain(value: Any) -> Any:

@@ -41,7 +41,6 @@ EXPECTED = [
     ("team-scheduler-policy-applied", "mandatory"),
     ("monitoring-webui-reads-hami-metrics", "mandatory"),
     ("monitoring-images-pinned", "mandatory"),
-    ("gpu-exporter-on-gpu-nodes", "mandatory"),
     ("service-monitors-find-their-targets", "mandatory"),
     ("nodepool-crd-valid", "mandatory"),
     ("node-overlay-crd-valid", "mandatory"),

@@ -1,5 +1,5 @@
-"""Every pool's nodes get exactly the device plugins their sharing mode needs, computed from where each
-plugin's rendered DaemonSet lands."""
+"""Every pool's nodes get exactly the device plugins their sharing mode needs (and the GPU exporter), computed
+from where each rendered DaemonSet lands."""
 
 from __future__ import annotations
 
@@ -10,27 +10,30 @@ from typing import Any
 from gpushare import names
 
 from ..placement import (
+    DCGM,
     HAMI,
     MOCK,
     NVIDIA,
-    OWN_SELECTOR,
+    OWN_LABEL,
     WHAT,
     Placement,
-    device_plugins,
     expected_kinds,
+    gpu_daemonsets,
     node_shapes,
     pools_by_role,
     reach,
+    show_terms,
 )
 from ..rule import Finding, Rule, finding, finding_about
 from ..stack import StackView
 
-ROLE = {HAMI: "HAMi", NVIDIA: "exclusive/time-sliced", "": "CPU"}
+ROLE = {HAMI: "HAMi pools", NVIDIA: "exclusive/time-sliced pools", "": "CPU pools and node groups"}
 # What the nodes of a pool miss without the plugin.
 MISSING = {
     NVIDIA: f"register no {names.GPU}, never initialize and bill until they expire",
     HAMI: f"register no {names.GPU} vGPUs and GPU pods stay Pending",
     MOCK: f"never register {names.GPU_MEMORY}/{names.GPU_CORES} and their NodeClaims stay ResourceNotRegistered",
+    DCGM: "export no GPU metrics: the utilization panels and GpuNodeIdle see nothing of them",
 }
 # What goes wrong when the plugin also lands where it does not belong.
 EXTRA = {
@@ -45,36 +48,50 @@ DEPLOY = {
 }
 
 
-def _selector(kind: str) -> str:
-    return ", ".join(f'{k}: "{v}"' for k, v in OWN_SELECTOR[kind].items())
-
-
 def _pools(names_: list[str]) -> str:
     return ", ".join(sorted(names_))
 
 
 def _fix(placement: Placement, key: str) -> str:
-    """The change that makes the plugin land, for the field that keeps it off."""
+    """The change that makes the DaemonSet land, for the field that keeps it off."""
+    own = OWN_LABEL[placement.kind]
     if placement.off is not None:
         return f"set {key} so the chart renders the DaemonSet"
     if key == placement.keys[2]:
         return f"tolerate those pools' taints in {key}"
-    own = _selector(placement.kind)
     if key == placement.keys[1]:
         return f"let {key} admit nodes labelled {own}, or set it to null to keep only the node selector"
     return f"set {key} to {{{own}}} and label those pools' templates {own}"
 
 
+def _too_wide(placement: Placement) -> tuple[str, Any]:
+    """The field (and its rendered value) that lets the DaemonSet onto nodes it does not belong on."""
+    if placement.fixed:
+        return placement.keys[0], True
+    if placement.kind == DCGM:
+        return placement.keys[1], show_terms(placement.terms) if placement.terms else None
+    return placement.keys[0], placement.node_selector
+
+
+def _narrow(placement: Placement) -> str:
+    """The change that keeps the DaemonSet off nodes it does not belong on."""
+    if placement.fixed:
+        return f"set {placement.keys[0]} to false and run a mock DaemonSet that selects {OWN_LABEL[MOCK]}"
+    if placement.kind == DCGM:
+        return f"require {names.SHARING_LABEL} (Exists) in {placement.keys[1]}, a label only GPU pools carry"
+    return f"set {placement.keys[0]} to {{{OWN_LABEL[placement.kind]}}} and keep that label off those pools"
+
+
 def check_device_plugins(view: StackView, _config: None) -> Iterator[Finding]:
-    plugins = device_plugins(view)
-    mock_rendered = any(p.kind == MOCK for p in plugins)
+    plugins = gpu_daemonsets(view)
+    rendered = {p.kind for p in plugins}
     kept: dict[tuple[Placement, str, str, str], list[str]] = defaultdict(list)
     shown: dict[tuple[Placement, str, str, str], Any] = {}
     extra: dict[tuple[Placement, str], list[str]] = defaultdict(list)
     absent: dict[str, list[str]] = defaultdict(list)
     doubled: dict[tuple[Placement, ...], list[str]] = defaultdict(list)
     for pool, pool_role in pools_by_role(view):
-        wanted = expected_kinds(pool_role, mock_rendered)
+        wanted = expected_kinds(pool_role, rendered)
         shapes = node_shapes(pool)
         reached = {placement: reach(placement, pool, shapes) for placement in plugins}
         for kind in sorted(wanted):
@@ -106,22 +123,20 @@ def check_device_plugins(view: StackView, _config: None) -> Iterator[Finding]:
             placement.resource,
             key,
             shown[(placement, key, why, pool_role)],
-            f"{WHAT[placement.kind]} never lands on the {pool_role} pools {_pools(pool_names)} ({why}), so their "
+            f"{WHAT[placement.kind]} never lands on the {pool_role} {_pools(pool_names)} ({why}), so their "
             f"nodes {MISSING[placement.kind]}",
             _fix(placement, key),
         )
     for (placement, pool_role), pool_names in extra.items():
         harm = ON_CPU_NODES if pool_role == ROLE[""] else EXTRA[placement.kind]
-        fix = f"set {placement.keys[0]} to {{{_selector(placement.kind)}}} and keep that label off those pools"
-        if placement.fixed:
-            fix = f"set {placement.keys[0]} to false and run a mock DaemonSet that selects {_selector(MOCK)}"
+        key, value = _too_wide(placement)
         yield finding(
             placement.resource,
-            placement.keys[0],
-            True if placement.fixed else placement.node_selector,
-            f"{WHAT[placement.kind]} also lands on the {pool_role} pools {_pools(pool_names)} (its node selector, "
+            key,
+            value,
+            f"{WHAT[placement.kind]} also lands on the {pool_role} {_pools(pool_names)} (its node selector, "
             f"required affinity and tolerations admit their nodes): {harm}",
-            fix,
+            _narrow(placement),
         )
     for landing, pool_names in doubled.items():
         yield finding_about(
@@ -136,14 +151,14 @@ RULE = Rule(
     name="device-plugins-per-pool",
     order=1,
     description="Every HAMi pool's nodes get exactly HAMi's device plugin and the mock, every exclusive or "
-    "time-sliced pool's exactly NVIDIA's, CPU pools none: computed from each plugin's rendered node selector, "
-    "required node affinity and tolerations (chart defaults merged as Helm does) against each pool's labels and "
-    "taints.",
+    "time-sliced pool's exactly NVIDIA's, both the GPU exporter, CPU pools and node groups none of them: computed "
+    "from each DaemonSet's rendered node selector, required node affinity and tolerations (chart defaults merged as "
+    "Helm does) against each pool's labels and taints.",
     why="A pool no plugin lands on registers no GPU: its nodes never initialize and bill until they expire. Two "
     f"plugins on one node fight over {names.GPU} (HAMi #646, #829).",
-    remediation=f"HAMi pools carry {_selector(HAMI)} and the HAMi plugin and mock select it; exclusive and "
-    f"time-sliced pools carry {_selector(NVIDIA)} and the NVIDIA plugin's values.nodeSelector selects it; every "
-    "plugin tolerates its pools' taints (gpushare renders all of this).",
+    remediation=f"HAMi pools carry {OWN_LABEL[HAMI]} and the HAMi plugin and mock select it; exclusive and "
+    f"time-sliced pools carry {OWN_LABEL[NVIDIA]} and the NVIDIA plugin's values.nodeSelector selects it; the GPU "
+    f"exporter requires {names.SHARING_LABEL}; each tolerates its pools' taints (gpushare renders all of this).",
     enforcement="mandatory",
     severity="critical",
     check=check_device_plugins,

@@ -218,12 +218,12 @@ CASES = {
             "keep one of them",
         ],
     ),
-    "the HAMi chart's own mock lands on an untainted CPU pool": (
+    "the HAMi chart's own mock lands on the system nodes and an untainted CPU pool": (
         RULE,
         _cpu_pool_and(lambda r: release(r, "hami")["values"].update(mockDevicePlugin={"enabled": True})),
         [
             "Release hami: values.mockDevicePlugin.enabled is true",
-            "the mock device plugin also lands on the CPU pools cpu",
+            "the mock device plugin also lands on the CPU pools and node groups cpu, gpushare-dev-system",
             "nodes without a GPU",
             'run a mock DaemonSet that selects gpu: "on"',
         ],
@@ -235,7 +235,7 @@ CASES = {
                 nvidiaNodeSelector=None, tolerations=[{"operator": "Exists"}]
             )
         ),
-        ["HAMi's device plugin also lands on the CPU pools cpu"],
+        ["HAMi's device plugin also lands on the CPU pools and node groups cpu"],
     ),
 }
 
@@ -243,6 +243,44 @@ CASES = {
 @pytest.mark.parametrize("case", list(CASES))
 def test_one_broken_field_is_caught(plans, case):
     caught(plans["dev"], case, CASES[case])
+
+
+# The GPU exporter, deployed by the prod stack's monitoring.
+PROD_CASES = {
+    "exporter without the GPU toleration": (
+        RULE,
+        lambda r: delete_at(release(r, "dcgm-exporter"), ["values", "tolerations"]),  # the chart's own stay
+        [
+            "Release dcgm-exporter: values.tolerations is [{'key': 'node-role.kubernetes.io/control-plane'",
+            "the GPU exporter never lands on the HAMi pools g5-shared, g6-shared",
+            "export no GPU metrics",
+        ],
+    ),
+    "exporter on every node": (
+        RULE,
+        lambda r: delete_at(release(r, "dcgm-exporter"), ["values", "affinity"]),
+        [
+            "Release dcgm-exporter: values.affinity not set",
+            "also lands on the CPU pools and node groups gpushare-prod-system",
+            "require gpushare.io/sharing (Exists) in values.affinity",
+        ],
+    ),
+    "exporter selecting a label GPU pools lack": (
+        RULE,
+        lambda r: set_at(release(r, "dcgm-exporter"), ["values", "nodeSelector"], {"nvidia.com/gpu.present": "true"}),
+        ["Release dcgm-exporter: values.nodeSelector is", "never lands on the HAMi pools g5-shared, g6-shared"],
+    ),
+    "HAMi plugin on the system nodes": (
+        RULE,
+        lambda r: release(r, "hami")["values"]["devicePlugin"].update(nvidiaNodeSelector=None),
+        ["HAMi's device plugin also lands on the CPU pools and node groups gpushare-prod-system", "fail and restart"],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(PROD_CASES))
+def test_one_broken_prod_field_is_caught(plans, case):
+    caught(plans["prod"], case, PROD_CASES[case])
 
 
 @pytest.mark.parametrize(
@@ -257,10 +295,6 @@ def test_one_broken_field_is_caught(plans, case):
             id="nvidia-affinity-merged",
         ),
         pytest.param(_cpu_pool, id="cpu-pool"),
-        pytest.param(
-            lambda r: release(r, "hami")["values"].update(mockDevicePlugin={"enabled": True}),
-            id="chart-mock-kept-off-tainted-pools",
-        ),
     ],
 )
 def test_values_that_helm_merges_back_to_the_chart_default_pass(plans, change):
