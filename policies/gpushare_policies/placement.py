@@ -142,7 +142,7 @@ NVIDIA_CHART_DEFAULTS: dict[str, Any] = {
 }
 
 
-def _nvidia(release: Resource) -> Placement:
+def nvidia_placement(release: Resource) -> Placement:
     """deployments/helm/nvidia-device-plugin templates/daemonset-device-plugin.yml (v0.20.0): `with` on each field."""
     values = helm_merge(NVIDIA_CHART_DEFAULTS, release.get("values") or {})
     enabled = _at(values, "devicePlugin", "enabled")
@@ -231,7 +231,7 @@ def gpu_daemonsets(view: StackView) -> list[Placement]:
     """Every GPU device plugin and GPU exporter DaemonSet the stack renders or asks a chart to render."""
 
     def compute() -> list[Placement]:
-        found = [_nvidia(r) for r in view.releases(names.NVIDIA_PLUGIN_CHART)]
+        found = [nvidia_placement(r) for r in view.releases(names.NVIDIA_PLUGIN_CHART)]
         for release in view.releases(names.HAMI_CHART):
             found += _hami(release)
         found += [_dcgm(r) for r in view.releases(names.DCGM_CHART)]
