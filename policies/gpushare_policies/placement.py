@@ -146,14 +146,8 @@ def nvidia_placement(release: Resource) -> Placement:
     """deployments/helm/nvidia-device-plugin templates/daemonset-device-plugin.yml (v0.20.0): `with` on each field."""
     values = helm_merge(NVIDIA_CHART_DEFAULTS, release.get("values") or {})
     enabled = _at(values, "devicePlugin", "enabled")
-    return Placement(
-        kind=NVIDIA,
-        resource=release,
-        keys=("values.nodeSelector", "values.affinity", "values.tolerations"),
-        node_selector=_selector(values.get("nodeSelector")),
-        terms=_terms(values.get("affinity")),
-        tolerations=_tolerations(values.get("tolerations")),
-        off=None if enabled else ("values.devicePlugin.enabled", enabled),
+    return _from_fields(
+        NVIDIA, release, "values", values, None if enabled else ("values.devicePlugin.enabled", enabled)
     )
 
 
@@ -204,26 +198,22 @@ def _dcgm(release: Resource) -> Placement:
     """NVIDIA/dcgm-exporter deployment/templates/daemonset.yaml (4.5.1-4.8.0 to 4.5.3-4.8.2): `if` on affinity and node selector,
     `with` on tolerations."""
     defaults = {"nodeSelector": {}, "affinity": {}, "tolerations": list(compat.DCGM_CHART_DEFAULT_TOLERATIONS)}
-    values = helm_merge(defaults, release.get("values") or {})
-    return Placement(
-        kind=DCGM,
-        resource=release,
-        keys=("values.nodeSelector", "values.affinity", "values.tolerations"),
-        node_selector=_selector(values.get("nodeSelector")),
-        terms=_terms(values.get("affinity")),
-        tolerations=_tolerations(values.get("tolerations")),
-    )
+    return _from_fields(DCGM, release, "values", helm_merge(defaults, release.get("values") or {}))
 
 
-def _daemonset(daemonset: Resource) -> Placement:
-    spec = daemonset.get("spec", "template", "spec") or {}
+def _from_fields(
+    kind: str, resource: Resource, prefix: str, fields: Any, off: tuple[str, Any] | None = None
+) -> Placement:
+    """Placement from the same-named keys nodeSelector, affinity and tolerations of `fields` (a chart's merged
+    values or a pod spec), found under `prefix`."""
     return Placement(
-        kind=MOCK,
-        resource=daemonset,
-        keys=("spec.template.spec.nodeSelector", "spec.template.spec.affinity", "spec.template.spec.tolerations"),
-        node_selector=_selector(spec.get("nodeSelector")),
-        terms=_terms(spec.get("affinity")),
-        tolerations=_tolerations(spec.get("tolerations")),
+        kind=kind,
+        resource=resource,
+        keys=(f"{prefix}.nodeSelector", f"{prefix}.affinity", f"{prefix}.tolerations"),
+        node_selector=_selector(_at(fields, "nodeSelector")),
+        terms=_terms(_at(fields, "affinity")),
+        tolerations=_tolerations(_at(fields, "tolerations")),
+        off=off,
     )
 
 
@@ -235,7 +225,8 @@ def gpu_daemonsets(view: StackView) -> list[Placement]:
         for release in view.releases(names.HAMI_CHART):
             found += _hami(release)
         found += [_dcgm(r) for r in view.releases(names.DCGM_CHART)]
-        return found + [_daemonset(ds) for ds in view.mock_daemonsets()]
+        pod = "spec.template.spec"
+        return found + [_from_fields(MOCK, ds, pod, ds.get(*pod.split("."))) for ds in view.mock_daemonsets()]
 
     return list(view.memo("gpu-daemonsets", compute))
 
