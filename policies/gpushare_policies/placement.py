@@ -195,8 +195,8 @@ def _hami(release: Resource) -> list[Placement]:
 
 
 def _dcgm(release: Resource) -> Placement:
-    """NVIDIA/dcgm-exporter deployment/templates/daemonset.yaml (4.5.1-4.8.0 to 4.5.3-4.8.2): `if` on affinity and node selector,
-    `with` on tolerations."""
+    """NVIDIA/dcgm-exporter deployment/templates/daemonset.yaml (4.5.1-4.8.0 to 4.5.3-4.8.2): `if` on affinity and
+    node selector, `with` on tolerations."""
     defaults = {"nodeSelector": {}, "affinity": {}, "tolerations": list(compat.DCGM_CHART_DEFAULT_TOLERATIONS)}
     return _from_fields(DCGM, release, "values", helm_merge(defaults, release.get("values") or {}))
 

@@ -142,7 +142,7 @@ def check_device_plugins(view: StackView, _config: None) -> Iterator[Finding]:
         yield finding_about(
             landing[0].resource,
             f"{' and '.join(p.label for p in landing)} all land on pools {_pools(pool_names)}: two copies of "
-            f"{WHAT[landing[0].kind]} register the same resources on one node",
+            f"{WHAT[landing[0].kind]} run on each node and report or register the same resources twice",
             "keep one of them",
         )
 
