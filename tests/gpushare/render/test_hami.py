@@ -39,7 +39,7 @@ def _landing(raw: dict[str, Any], pool: PoolConfig) -> set[str]:
     ]
     daemonset = next(o for o in hami.mock_device_plugin_objects(config) if o["kind"] == "DaemonSet")
     resources.append(Resource("urn:mock", DAEMON_SET, names.MOCK_NAME, daemonset))
-    placements = gpu_daemonsets(StackView(tuple(resources)))
+    placements = gpu_daemonsets(StackView(tuple(resources), PLAN_DATE))
     return {p.kind for p in placements if p.blocker(pool_labels(pool), (dict(names.GPU_TAINT),)) is None}
 
 

@@ -114,7 +114,7 @@ def test_exporter_runs_on_tainted_gpu_pools_only(prod):
 
     def exporter(values):
         release = Resource("urn:dcgm", HELM_RELEASE, names.DCGM_RELEASE, {"chart": names.DCGM_CHART, "values": values})
-        return gpu_daemonsets(StackView((release,)))[0]
+        return gpu_daemonsets(StackView((release,), PLAN_DATE))[0]
 
     values = monitoring.dcgm_exporter_values(prod)
     gpu_taints = (dict(names.GPU_TAINT),)
