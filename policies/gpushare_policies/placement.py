@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from gpushare import compat, names
 from gpushare.catalog import load_catalog
@@ -60,6 +60,16 @@ def _at(values: Any, *path: str) -> Any:
     return values
 
 
+class Blocker(NamedTuple):
+    """The field that keeps a DaemonSet off a node: its key and rendered value, why, and for a taint the
+    toleration that would admit it."""
+
+    key: str
+    value: Any
+    why: str
+    toleration: str | None = None
+
+
 @dataclass(frozen=True, eq=False)  # compared and hashed by identity: one per DaemonSet
 class Placement:
     """Where one device-plugin DaemonSet lands; `keys` say where its nodeSelector, affinity and tolerations come
@@ -78,21 +88,23 @@ class Placement:
     def label(self) -> str:
         return f"{self.resource.label} ({WHAT[self.kind]})"
 
-    def blocker(self, labels: Mapping[str, str], taints: tuple[dict[str, Any], ...]) -> tuple[str, Any, str] | None:
-        """(key, its value, why) of the first field that keeps the pod off a node with these labels and taints;
-        None when it lands there."""
+    def blocker(self, labels: Mapping[str, str], taints: tuple[dict[str, Any], ...]) -> Blocker | None:
+        """The first field that keeps the pod off a node with these labels and taints; None when it lands there."""
         if self.off is not None:
-            return (*self.off, "the chart renders no DaemonSet")
+            return Blocker(*self.off, "the chart renders no DaemonSet")
         for key, value in self.node_selector.items():
             if labels.get(key) != value:
-                return self.keys[0], self.node_selector, f'the nodes carry no label {key}: "{value}"'
+                return Blocker(self.keys[0], self.node_selector, f'the nodes carry no label {key}: "{value}"')
         if self.terms is not None and not any(
             term and all(requirement_matches(e, labels) for e in term) for term in self.terms
         ):
-            return self.keys[1], show_terms(self.terms), "no term of its required node affinity holds for their labels"
+            why = "no term of its required node affinity holds for their labels"
+            return Blocker(self.keys[1], show_terms(self.terms), why)
         for taint in taints:
             if taint.get("effect") in BLOCKING_EFFECTS and not tolerates(self.tolerations, taint):
-                return self.keys[2], list(self.tolerations), f"it does not tolerate their taint {show_taint(taint)}"
+                toleration = f"{{key: {taint.get('key')}, operator: Exists, effect: {taint.get('effect')}}}"
+                why = f"it does not tolerate their taint {show_taint(taint)}"
+                return Blocker(self.keys[2], list(self.tolerations), why, toleration)
         return None
 
 
@@ -266,7 +278,7 @@ def node_shapes(pool: Pool) -> list[dict[str, str]]:
     return [pool.node_labels(t) for t in pool.instance_types]
 
 
-def reach(placement: Placement, pool: Pool, shapes: list[dict[str, str]]) -> tuple[bool, tuple[str, Any, str] | None]:
+def reach(placement: Placement, pool: Pool, shapes: list[dict[str, str]]) -> tuple[bool, Blocker | None]:
     """(whether it lands on some node of the pool, why it misses one: None when it lands on all); `shapes` are the
     pool's node_shapes, computed once per pool."""
     blockers = [placement.blocker(labels, pool.taints) for labels in shapes]

@@ -16,6 +16,7 @@ from ..placement import (
     NVIDIA,
     OWN_LABEL,
     WHAT,
+    Blocker,
     Placement,
     expected_kinds,
     gpu_daemonsets,
@@ -52,16 +53,16 @@ def _pools(names_: list[str]) -> str:
     return ", ".join(sorted(names_))
 
 
-def _fix(placement: Placement, key: str) -> str:
+def _fix(placement: Placement, blocker: Blocker) -> str:
     """The change that makes the DaemonSet land, for the field that keeps it off."""
     own = OWN_LABEL[placement.kind]
     if placement.off is not None:
-        return f"set {key} so the chart renders the DaemonSet"
-    if key == placement.keys[2]:
-        return f"tolerate those pools' taints in {key}"
-    if key == placement.keys[1]:
-        return f"let {key} admit nodes labelled {own}, or set it to null to keep only the node selector"
-    return f"set {key} to {{{own}}} and label those pools' templates {own}"
+        return f"set {blocker.key} so the chart renders the DaemonSet"
+    if blocker.toleration is not None:
+        return f"add {blocker.toleration} to {blocker.key}"
+    if blocker.key == placement.keys[1]:
+        return f"let {blocker.key} admit nodes labelled {own}, or set it to null to keep only the node selector"
+    return f"set {blocker.key} to {{{own}}} and label those pools' templates {own}"
 
 
 def _too_wide(placement: Placement) -> tuple[str, Any]:
@@ -86,7 +87,7 @@ def check_device_plugins(view: StackView, _config: None) -> Iterator[Finding]:
     plugins = gpu_daemonsets(view)
     rendered = {p.kind for p in plugins}
     kept: dict[tuple[Placement, str, str, str], list[str]] = defaultdict(list)
-    shown: dict[tuple[Placement, str, str, str], Any] = {}
+    blockers: dict[tuple[Placement, str, str, str], Blocker] = {}
     extra: dict[tuple[Placement, str], list[str]] = defaultdict(list)
     absent: dict[str, list[str]] = defaultdict(list)
     doubled: dict[tuple[Placement, ...], list[str]] = defaultdict(list)
@@ -105,9 +106,9 @@ def check_device_plugins(view: StackView, _config: None) -> Iterator[Finding]:
             # Every copy is kept off when none lands; a landing one may still miss some of the pool's types.
             for placement in landing or of_kind:
                 if (blocked := reached[placement][1]) is not None:
-                    key, value, why = blocked
-                    kept[(placement, key, why, ROLE[pool_role])].append(pool.name)
-                    shown[(placement, key, why, ROLE[pool_role])] = value
+                    group = (placement, blocked.key, blocked.why, ROLE[pool_role])
+                    kept[group].append(pool.name)
+                    blockers[group] = blocked
         for placement in plugins:
             if placement.kind not in wanted and reached[placement][0]:
                 extra[(placement, ROLE[pool_role])].append(pool.name)
@@ -118,14 +119,15 @@ def check_device_plugins(view: StackView, _config: None) -> Iterator[Finding]:
             f"nothing in the stack runs {WHAT[kind]}, so the nodes of pools {_pools(pool_names)} {MISSING[kind]}",
             DEPLOY[kind],
         )
-    for (placement, key, why, pool_role), pool_names in kept.items():
+    for group, pool_names in kept.items():
+        placement, pool_role, blocked = group[0], group[3], blockers[group]
         yield finding(
             placement.resource,
-            key,
-            shown[(placement, key, why, pool_role)],
-            f"{WHAT[placement.kind]} never lands on the {pool_role} {_pools(pool_names)} ({why}), so their "
-            f"nodes {MISSING[placement.kind]}",
-            _fix(placement, key),
+            blocked.key,
+            blocked.value,
+            f"{WHAT[placement.kind]} never lands on the {pool_role} {_pools(pool_names)} ({blocked.why}), so "
+            f"their nodes {MISSING[placement.kind]}",
+            _fix(placement, blocked),
         )
     for (placement, pool_role), pool_names in extra.items():
         harm = ON_CPU_NODES if pool_role == ROLE[""] else EXTRA[placement.kind]

@@ -194,7 +194,11 @@ CASES = {
     "NVIDIA plugin without the GPU toleration": (
         RULE,
         lambda r: set_at(release(r, NVIDIA), ["values", "tolerations"], []),
-        ["Release nvidia-device-plugin: values.tolerations is []", "g6-timeslice", "tolerate those pools' taints"],
+        [
+            "Release nvidia-device-plugin: values.tolerations is []",
+            "g6-timeslice",
+            "Fix: add {key: nvidia.com/gpu, operator: Exists, effect: NoSchedule} to values.tolerations",
+        ],
     ),
     "time-sliced pool the NVIDIA plugin's selector misses": (
         RULE,
