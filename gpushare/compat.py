@@ -43,6 +43,20 @@ NVIDIA_CHART_DEFAULT_NODE_SELECTOR_TERMS: Final = (
     ({"key": "feature.node.kubernetes.io/cpu-model.vendor_id", "operator": "In", "values": ["NVIDIA"]},),
     ({"key": names.NVIDIA_GPU_PRESENT_LABEL[0], "operator": "In", "values": [names.NVIDIA_GPU_PRESENT_LABEL[1]]},),
 )
+# Its default tolerations (same file, v0.20.0): a values list replaces them, `null` or `[]` renders none.
+NVIDIA_CHART_DEFAULT_TOLERATIONS: Final = (
+    {"key": "CriticalAddonsOnly", "operator": "Exists"},
+    {"key": names.GPU, "operator": "Exists", "effect": "NoSchedule"},
+)
+# The HAMi chart's own mock DaemonSet (charts/hami/templates/device-plugin/daemonsetmock.yaml, 2.8.0 to 2.10.0,
+# rendered only with mockDevicePlugin.enabled) has no node selector and only this toleration, fixed in the template.
+HAMI_CHART_MOCK_TOLERATIONS: Final = ({"key": "CriticalAddonsOnly", "operator": "Exists"},)
+# dcgm-exporter chart defaults (NVIDIA/dcgm-exporter deployment/values.yaml, the same at tags 4.5.1-4.8.0 to
+# 4.5.3-4.8.2; 4.8.3 was not in the snapshot read): no node selector or affinity, only the control-plane
+# toleration; a values list replaces it.
+DCGM_CHART_DEFAULT_TOLERATIONS: Final = (
+    {"key": "node-role.kubernetes.io/control-plane", "operator": "Exists", "effect": "NoSchedule"},
+)
 
 
 def parse_version(text: str) -> tuple[int, int, int]:

@@ -15,8 +15,6 @@ from gpushare.hami import CapacityError, NodeCapacity, SharingProfile, node_capa
 from .kube import Pool, overlays_for, pools
 from .stack import Resource, StackView
 
-# Chart defaults the rules fall back on when values leave a key out (charts/hami/values.yaml 2.7.0-2.10.0).
-_DEFAULT_NODE_SELECTOR = {names.HAMI_NODE_LABEL[0]: names.HAMI_NODE_LABEL[1]}
 # scheduler.admissionWebhook in charts/hami/values.yaml 2.8.3: on, failing open, skipping no namespace by name
 # (templates/scheduler/webhook.yaml also skips namespaces and pods labelled hami.io/webhook=ignore).
 _WEBHOOK_DEFAULTS: dict[str, Any] = {"enabled": True, "failurePolicy": "Ignore", "whitelistNamespaces": None}
@@ -56,37 +54,11 @@ class Hami:
         return compat.hami_node_selector_key(self.version)
 
     @property
-    def node_selector(self) -> dict[str, str]:
-        """The selector the chart renders: the values' map merged over the chart default as Helm merges (a null
-        value deletes its key, a null map deletes the selector, so the plugin runs on every node)."""
-        if self.selector_key in self.device_plugin and self.device_plugin[self.selector_key] is None:
-            return {}
-        selector = dict(_DEFAULT_NODE_SELECTOR)
-        given = self.device_plugin.get(self.selector_key)
-        for key, value in (given if isinstance(given, dict) else {}).items():
-            if value is None:
-                selector.pop(str(key), None)
-            else:
-                selector[str(key)] = str(value)
-        return selector
-
-    @property
-    def device_plugin_enabled(self) -> bool:
-        """Whether the chart renders its NVIDIA device plugin DaemonSet (devicePlugin.enabled and not dra.enabled,
-        charts/hami/templates/device-plugin/daemonsetnvidia.yaml)."""
-        dra = self.values.get("dra")
-        return self.device_plugin.get("enabled") is not False and not (isinstance(dra, dict) and dra.get("enabled"))
-
-    @property
     def webhook(self) -> dict[str, Any]:
         """scheduler.admissionWebhook as the chart renders it: the values over the chart defaults."""
         scheduler = self.values.get("scheduler")
         given = scheduler.get("admissionWebhook") if isinstance(scheduler, dict) else None
         return {**_WEBHOOK_DEFAULTS, **(given if isinstance(given, dict) else {})}
-
-    @property
-    def tolerations(self) -> list[dict[str, Any]]:
-        return [t for t in self.device_plugin.get("tolerations") or [] if isinstance(t, dict)]
 
     @property
     def namespace(self) -> str:

@@ -89,24 +89,6 @@ def tolerates(tolerations: Sequence[Mapping[str, Any]], taint: Mapping[str, Any]
     return False
 
 
-def selector_unmet(pod_spec: Mapping[str, Any], labels: Mapping[str, str]) -> list[tuple[str, str | None, str]]:
-    """What stops a pod with this spec from landing on a node with these labels, as
-    (label key path, the label's value, what the pod requires); [] when nothing does."""
-    unmet: list[tuple[str, str | None, str]] = [
-        (f'spec.template.metadata.labels["{key}"]', labels.get(key), f'nodeSelector {key}: "{value}"')
-        for key, value in (pod_spec.get("nodeSelector") or {}).items()
-        if labels.get(key) != str(value)
-    ]
-    affinity = (pod_spec.get("affinity") or {}).get("nodeAffinity") or {}
-    terms = (affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms") or []
-    if terms and not any(
-        all(requirement_matches(expr, labels) for expr in term.get("matchExpressions") or []) for term in terms
-    ):
-        shown = ", ".join(f"{k}={v}" for k, v in sorted(labels.items()))
-        unmet.append(("spec.template.metadata.labels", shown, "its required node affinity"))
-    return unmet
-
-
 @dataclass(frozen=True)
 class Pool:
     """What a NodePool lets Karpenter launch, read from its spec."""
@@ -214,8 +196,8 @@ def requirement_may_hold(requirement: Mapping[str, Any], labels: Mapping[str, st
     """A NodeOverlay requirement against a pool's node of one type: capacity type holds for some offering the pool
     allows, labels gpushare cannot evaluate may hold, every other label is known."""
     key = requirement.get("key")
-    if key in UNEVALUATED_LABELS:
-        return True
+    if key in UNEVALUATED_LABELS:  # set on every node, to a value gpushare cannot know
+        return requirement.get("operator") != "DoesNotExist"
     if key == names.CAPACITY_TYPE_LABEL:
         return any(requirement_matches(requirement, {key: value}) for value in capacity_types or CAPACITY_TYPES)
     return requirement_matches(requirement, labels)

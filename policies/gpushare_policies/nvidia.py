@@ -8,10 +8,11 @@ from typing import Any
 
 import yaml
 
-from gpushare import compat, names
+from gpushare import names
 from gpushare.catalog import CatalogError, load_catalog
 
-from .kube import Pool, requirement_matches, tolerates
+from .kube import Pool
+from .placement import nvidia_placement
 from .stack import Resource, StackView
 
 SHARED_SUFFIX = ".shared"  # renameByDefault: `<name>.shared` (api/config/v1 replicas.go DefaultSharedRename)
@@ -41,37 +42,10 @@ class NvidiaPlugin:
         values = release.get("values")
         return cls(release, values if isinstance(values, dict) else {})
 
-    @property
-    def node_selector(self) -> dict[str, str]:
-        selector = self.values.get("nodeSelector")
-        return {str(k): str(v) for k, v in selector.items()} if isinstance(selector, dict) else {}
-
-    @property
-    def node_selector_terms(self) -> list[list[dict[str, Any]]]:
-        """The values' required terms when they give a list (Helm replaces lists), else the chart default's."""
-        affinity = self.values.get("affinity")
-        node_affinity = affinity.get("nodeAffinity") if isinstance(affinity, dict) else None
-        required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution") if node_affinity else None
-        terms = required.get("nodeSelectorTerms") if isinstance(required, dict) else None
-        if isinstance(terms, list):
-            return [
-                [e for e in term.get("matchExpressions") or [] if isinstance(e, dict)]
-                for term in terms
-                if isinstance(term, dict)
-            ]
-        return [list(term) for term in compat.NVIDIA_CHART_DEFAULT_NODE_SELECTOR_TERMS]
-
     def runs_on(self, labels: dict[str, str]) -> bool:
-        """nodeSelector and required affinity (OR over terms, AND within one) both admit these labels."""
-        if any(labels.get(key) != value for key, value in self.node_selector.items()):
-            return False
-        return any(all(requirement_matches(e, labels) for e in term) for term in self.node_selector_terms)
-
-    def tolerates(self, taint: dict[str, Any]) -> bool:
-        tolerations = self.values.get("tolerations")
-        return tolerates(
-            [t for t in tolerations if isinstance(t, dict)] if isinstance(tolerations, list) else [], taint
-        )
+        """Its rendered DaemonSet's node selector and required affinity admit these labels (chart defaults merged
+        as Helm does, see placement.py)."""
+        return nvidia_placement(self.resource).blocker(labels, ()) is None
 
     @cached_property
     def configs(self) -> dict[str, Any]:

@@ -39,6 +39,8 @@ RESOURCE_QUOTA = "kubernetes:core/v1:ResourceQuota"
 # real preview its child aws:eks/cluster:Cluster carries the settings and the component only its outputs.
 EKS_COMPONENT = "eks:index:Cluster"
 EKS_CLUSTER = "aws:eks/cluster:Cluster"
+EKS_MANAGED_NODE_GROUP = "eks:index:ManagedNodeGroup"  # pulumi-eks component: its inputs offline
+EKS_NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"  # its child in a real preview
 
 
 def plain(value: Any) -> Any:
@@ -137,8 +139,8 @@ class StackView:
         return list(self._by_object_name.get((token, name), ()))
 
     def mock_daemonsets(self) -> list[Resource]:
-        """DaemonSets running the HAMi mock device plugin image, whatever they are called."""
-        return [ds for ds in self.of_type(DAEMON_SET) if any(_is_mock_image(c.get("image")) for c in containers(ds))]
+        """DaemonSets of the HAMi mock device plugin, whatever they are called and wherever their image lives."""
+        return [ds for ds in self.of_type(DAEMON_SET) if is_mock_device_plugin(ds)]
 
     def eks_clusters(self) -> list[Resource]:
         return self.of_type(EKS_CLUSTER) or self.of_type(EKS_COMPONENT)
@@ -172,8 +174,42 @@ def containers(daemonset: Resource) -> list[dict[str, Any]]:
     return [c for key in ("initContainers", "containers") for c in spec.get(key) or [] if isinstance(c, dict)]
 
 
-def _is_mock_image(image: Any) -> bool:
-    return isinstance(image, str) and split_reference(image)[0].endswith("projecthami/mock-device-plugin")
+KUBELET_DEVICE_PLUGINS = "/var/lib/kubelet/device-plugins"
+MOCK_BINARY = "k8s-device-plugin"  # mock-device-plugin v1.0.1 cmd/k8s-device-plugin; NVIDIA's and HAMi's differ
+MOCK_CONFIG_FLAG = "--device-config-file"  # the mock's flag; HAMi's plugin (chart 2.8.3) takes --config-file
+MOCK_REPOSITORY_NAME = compat.MOCK_IMAGE_REPOSITORY.rsplit("/", 1)[-1]
+
+
+def is_mock_device_plugin(daemonset: Resource) -> bool:
+    """Recognised by what it is, wherever its image was copied to (a private ECR repository, a mirror): it runs
+    the mock's binary or image name, is labelled as the mock, or is a device plugin (kubelet device-plugins mount)
+    given the mock's device-config flag (HAMi's own plugin takes `--config-file`)."""
+    labels = {
+        **_mapping(daemonset.get("metadata", "labels")),
+        **_mapping(daemonset.get("spec", "template", "metadata", "labels")),
+    }
+    if any(str(v).endswith(MOCK_REPOSITORY_NAME) for k, v in labels.items() if k.endswith("name") or k == "app"):
+        return True
+    for container in containers(daemonset):
+        words = [str(w) for key in ("command", "args") for w in _list(container.get(key))]
+        if split_reference(str(container.get("image") or ""))[0].rsplit("/", 1)[-1] == MOCK_REPOSITORY_NAME:
+            return True
+        if words and words[0].rsplit("/", 1)[-1] == MOCK_BINARY:
+            return True
+        mounts = [_mapping(m).get("mountPath") for m in _list(container.get("volumeMounts"))]
+        if any(str(m).rstrip("/") == KUBELET_DEVICE_PLUGINS for m in mounts) and any(
+            w.startswith(MOCK_CONFIG_FLAG) for w in words
+        ):
+            return True
+    return False
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def from_plan(resources: Iterable[Mapping[str, Any]], today: date) -> StackView:

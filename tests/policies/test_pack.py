@@ -16,7 +16,7 @@ from tests.conftest import PLAN_DATE, ROOT
 from tools.docs import policy_table
 
 EXPECTED = [
-    ("hami-pool-labels-match-device-plugins", "mandatory"),
+    ("device-plugins-per-pool", "mandatory"),
     ("hami-overlay-coverage", "mandatory"),
     ("hami-overlay-capacity-matches", "mandatory"),
     ("node-overlay-no-conflicts", "mandatory"),
@@ -35,13 +35,12 @@ EXPECTED = [
     ("hami-resource-names-consistent", "mandatory"),
     ("hami-webhook-scope", "mandatory"),
     ("karpenter-pieces-consistent", "mandatory"),
-    ("nvidia-device-plugin-placement", "mandatory"),
+    ("node-overlay-selects-own-pool", "mandatory"),
     ("timeslice-overlays-match", "mandatory"),
     ("team-admission-scoped", "mandatory"),
     ("team-scheduler-policy-applied", "mandatory"),
     ("monitoring-webui-reads-hami-metrics", "mandatory"),
     ("monitoring-images-pinned", "mandatory"),
-    ("gpu-exporter-on-gpu-nodes", "mandatory"),
     ("service-monitors-find-their-targets", "mandatory"),
     ("nodepool-crd-valid", "mandatory"),
     ("node-overlay-crd-valid", "mandatory"),

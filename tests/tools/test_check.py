@@ -62,7 +62,10 @@ SEEDS = {
         'NodeOverlay g5-shared-g5-xlarge: spec.capacity["nvidia.com/gpumem"] is "24000": a g5.xlarge node in pool '
         "g5-shared registers 23028",
     ),
-    "pool without gpu: on": (_drop_gpu_label, 'NodePool g5-shared: spec.template.metadata.labels["gpu"] not set'),
+    "pool without gpu: on": (
+        _drop_gpu_label,
+        'HAMi\'s device plugin never lands on the HAMi pools g5-shared (the nodes carry no label gpu: "on")',
+    ),
     "cpu: 10 limit on g5.4xlarge pool": (
         _cpu_limit,
         'NodePool g5-shared: spec.limits["cpu"] is "10": one g5.4xlarge node counts 16 vCPU',

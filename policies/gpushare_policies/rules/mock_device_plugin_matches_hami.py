@@ -8,7 +8,7 @@ from gpushare import compat, names
 
 from ..hami import Hami
 from ..rule import Finding, Rule, finding, finding_about
-from ..stack import NODE_OVERLAY, Resource, StackView, containers
+from ..stack import MOCK_BINARY, MOCK_CONFIG_FLAG, NODE_OVERLAY, Resource, StackView, containers
 
 
 def check_mock_plugin(view: StackView, _config: None) -> Iterator[Finding]:
@@ -27,9 +27,10 @@ def check_mock_plugin(view: StackView, _config: None) -> Iterator[Finding]:
     if not mocks:
         yield finding_about(
             first,
-            f"{len(advertising)} overlays advertise {names.GPU_MEMORY}/{names.GPU_CORES} but no "
-            f"DaemonSet runs {compat.MOCK_IMAGE_REPOSITORY}: no node ever registers them, so NodeClaims stay "
-            "ResourceNotRegistered and never scale down",
+            f"{len(advertising)} overlays advertise {names.GPU_MEMORY}/{names.GPU_CORES} but no DaemonSet is the "
+            f"mock device plugin (its image {compat.MOCK_IMAGE_REPOSITORY} or a copy running {MOCK_BINARY} "
+            f"{MOCK_CONFIG_FLAG}): no node ever registers them, so NodeClaims stay ResourceNotRegistered and never "
+            "scale down",
             "deploy the mock device plugin (gpushare's MockDevicePlugin component)",
         )
         return

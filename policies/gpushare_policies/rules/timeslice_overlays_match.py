@@ -15,7 +15,7 @@ from ..stack import StackView
 def check_timeslice(view: StackView, _config: None) -> Iterator[Finding]:
     nvidia = NvidiaPlugin.of(view)
     if nvidia is None:
-        return  # nvidia-device-plugin-placement reports it
+        return  # device-plugins-per-pool reports it
     for pool in pools(view):
         if not is_timeslice_pool(pool):
             sliced_anyway = (

@@ -1,10 +1,8 @@
-"""HAMi values and the mock device plugin; the NVIDIA device plugin's DaemonSet lands on exclusive and
-time-sliced pool nodes and on no HAMi node.
+"""HAMi values and the mock device plugin; every sharing mode's nodes get exactly their device plugins.
 
-The chart's default affinity is data in gpushare/compat.py (NVIDIA_CHART_DEFAULT_NODE_SELECTOR_TERMS, from
-NVIDIA/k8s-device-plugin deployments/helm/nvidia-device-plugin/values.yaml): any one term admits a node. Helm
-merges our values into these defaults, so an `affinity: {}` from us would delete nothing; what counts is
-whether our nodes carry labels one term admits.
+Where a DaemonSet lands is computed by the pack's placement model (policies/gpushare_policies/placement.py) from
+the values the renderers write and the chart defaults in gpushare/compat.py, merged as Helm merges them: the
+renderers must not be able to produce a pool that gets the wrong plugins.
 """
 
 from __future__ import annotations
@@ -14,32 +12,35 @@ from typing import Any
 import pytest
 
 from gpushare import names, pins
-from gpushare.compat import NVIDIA_CHART_DEFAULT_NODE_SELECTOR_TERMS
 from gpushare.config import PoolConfig, StackConfig
 from gpushare.loader import load_stack_config
 from gpushare.render import hami
 from gpushare.render.hami import nvidia_device_plugin_values
 from gpushare.render.karpenter import pool_labels
+from gpushare.render.monitoring import dcgm_exporter_values
+from policies.gpushare_policies.placement import gpu_daemonsets
+from policies.gpushare_policies.stack import DAEMON_SET, HELM_RELEASE, Resource, StackView
 from tests.conftest import PLAN_DATE, raw_stack
 
 
-def _admitted(config: StackConfig, labels: dict[str, str]) -> bool:
-    """Scheduler semantics: OR over terms, AND over a term's expressions (only `In` occurs here)."""
-    values = nvidia_device_plugin_values(config)
-    terms: Any = NVIDIA_CHART_DEFAULT_NODE_SELECTOR_TERMS
-    override = values.get("affinity")
-    if override:
-        terms = [
-            term["matchExpressions"]
-            for term in override["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
-        ]
-    selector_ok = all(labels.get(key) == value for key, value in values["nodeSelector"].items())
-    affinity_ok = any(all(labels.get(e["key"]) in e["values"] for e in term) for term in terms)
-    return selector_ok and affinity_ok
-
-
-def _pool(sharing: str) -> PoolConfig:
-    return PoolConfig.model_validate({"name": "p", "instanceTypes": ["p4d.24xlarge"], "maxGpus": 8, "sharing": sharing})
+def _landing(raw: dict[str, Any], pool: PoolConfig) -> set[str]:
+    """The kinds of GPU DaemonSet whose rendered placement lands on the pool's tainted nodes."""
+    config = load_stack_config(raw, today=PLAN_DATE)
+    values = {
+        names.HAMI_CHART: hami.hami_values(config),
+        names.NVIDIA_PLUGIN_CHART: nvidia_device_plugin_values(config),
+        names.DCGM_CHART: dcgm_exporter_values(config),
+    }
+    resources = [
+        Resource(
+            f"urn:{chart}", HELM_RELEASE, chart, {"chart": chart, "version": config.hami.chart_version, "values": v}
+        )
+        for chart, v in values.items()
+    ]
+    daemonset = next(o for o in hami.mock_device_plugin_objects(config) if o["kind"] == "DaemonSet")
+    resources.append(Resource("urn:mock", DAEMON_SET, names.MOCK_NAME, daemonset))
+    placements = gpu_daemonsets(StackView(tuple(resources), PLAN_DATE))
+    return {p.kind for p in placements if p.blocker(pool_labels(pool), (dict(names.GPU_TAINT),)) is None}
 
 
 @pytest.mark.parametrize(
@@ -103,22 +104,27 @@ def test_hami_webhook_certgen_is_upstream_and_services_stay_in_the_cluster(dev):
     assert values["devicePlugin"]["service"]["type"] == "ClusterIP"
 
 
-def test_exclusive_pool_nodes_run_the_nvidia_plugin(dev: StackConfig) -> None:
-    assert _admitted(dev, pool_labels(_pool("exclusive")))
+@pytest.mark.parametrize("chart", ["2.8.3", "2.7.1"])
+@pytest.mark.parametrize(
+    ("sharing", "expected"),
+    [("hami", {"hami", "mock", "dcgm"}), ("exclusive", {"nvidia", "dcgm"}), ("timeslice", {"nvidia", "dcgm"})],
+)
+def test_each_sharing_mode_gets_exactly_its_device_plugins(chart, sharing, expected):
+    raw = raw_stack("prod")
+    raw["gpushare:hami"]["chartVersion"] = chart
+    extra = {"replicas": 4} if sharing == "timeslice" else {}
+    pool = PoolConfig.model_validate(
+        {"name": "p", "instanceTypes": ["g6.xlarge"], "maxGpus": 2, "sharing": sharing, **extra}
+    )
+    assert _landing(raw, pool) == expected
 
 
-def test_time_sliced_pool_nodes_run_it_with_their_config(dev: StackConfig) -> None:
+def test_time_sliced_pool_nodes_get_their_config(dev: StackConfig) -> None:
     pool = PoolConfig.model_validate(
         {"name": "p", "instanceTypes": ["g6.xlarge"], "maxGpus": 2, "sharing": "timeslice", "replicas": 4}
     )
-    labels = pool_labels(pool)
-    assert _admitted(dev, labels)
     config_map = nvidia_device_plugin_values(dev)["config"]["map"]
-    assert labels[names.NVIDIA_PLUGIN_CONFIG_LABEL] in config_map
-
-
-def test_hami_pool_nodes_never_run_it(dev: StackConfig) -> None:
-    assert not _admitted(dev, pool_labels(_pool("hami")))
+    assert pool_labels(pool)[names.NVIDIA_PLUGIN_CONFIG_LABEL] in config_map
 
 
 def test_values_do_not_pretend_to_remove_the_chart_affinity(dev: StackConfig) -> None:

@@ -11,7 +11,6 @@ from gpushare.errors import ConfigError
 from gpushare.images import UPSTREAM_REGISTRIES as UPSTREAM
 from gpushare.loader import load_stack_config
 from gpushare.render import alerts, monitoring
-from policies.gpushare_policies.rules.gpu_exporter_on_gpu_nodes import exporter_placement_problems
 from policies.gpushare_policies.rules.monitoring_images_pinned import floating_image_tags, unpinned_images
 from policies.gpushare_policies.rules.monitoring_webui_reads_hami_metrics import webui_compatible
 from tests.conftest import PLAN_DATE, ROOT, raw_stack
@@ -106,14 +105,24 @@ def test_no_floating_image_tags_in_monitoring_releases(prod):
 
 
 def test_exporter_runs_on_tainted_gpu_pools_only(prod):
+    """Where the rendered values put the exporter, as the pack computes it from the chart's defaults."""
+    from gpushare.render.karpenter import pool_labels
+    from policies.gpushare_policies.placement import gpu_daemonsets
+    from policies.gpushare_policies.stack import HELM_RELEASE, Resource, StackView
+
+    def exporter(values):
+        release = Resource("urn:dcgm", HELM_RELEASE, names.DCGM_RELEASE, {"chart": names.DCGM_CHART, "values": values})
+        return gpu_daemonsets(StackView((release,), PLAN_DATE))[0]
+
     values = monitoring.dcgm_exporter_values(prod)
-    assert exporter_placement_problems(values) == []
-    untolerated = {**values, "tolerations": [{"key": "node-role.kubernetes.io/control-plane", "operator": "Exists"}]}
-    assert exporter_placement_problems(untolerated) == ["does not tolerate the GPU taint nvidia.com/gpu:NoSchedule"]
-    everywhere = {**values, "affinity": {}}
-    assert exporter_placement_problems(everywhere) == [
-        "does not require the GPU pool label gpushare.io/sharing (nodeAffinity Exists)"
-    ]
+    gpu_taints = (dict(names.GPU_TAINT),)
+    system = {names.SYSTEM_ROLE_LABEL: names.SYSTEM_ROLE}
+    for pool in prod.pools:
+        assert exporter(values).blocker(pool_labels(pool), gpu_taints) is None, pool.name
+    assert exporter(values).blocker(system, ()) is not None
+    untolerated = {key: value for key, value in values.items() if key != "tolerations"}  # the chart's control-plane one
+    assert exporter(untolerated).blocker(pool_labels(prod.pools[0]), gpu_taints)[0] == "values.tolerations"
+    assert exporter({**values, "affinity": {}}).blocker(system, ()) is None  # `{}` over the chart's `{}`: none
 
 
 def test_every_gpu_pool_node_carries_the_label_the_exporter_requires(prod):

@@ -92,8 +92,7 @@ def test_overlay_requirements_on_labels_karpenter_sets_are_not_unmet(plans, requ
 def test_startup_taints_need_no_toleration(plans):
     startup = {"key": "node.cilium.io/agent-not-ready", "value": "true", "effect": "NoExecute"}
     resources = broken(plans["dev"], lambda r: pool(r)["spec"]["template"]["spec"].update(startupTaints=[startup]))
-    assert messages(resources, "hami-pool-labels-match-device-plugins") == []
-    assert messages(resources, "nvidia-device-plugin-placement") == []
+    assert messages(resources, "device-plugins-per-pool") == []
 
 
 def test_a_digest_pinned_mock_image_is_still_the_mock(plans):
