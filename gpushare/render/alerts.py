@@ -47,7 +47,9 @@ class Panel:
 
 
 # Free memory per GPU from HAMi's scheduler (bytes: cmd/scheduler/metrics.go multiplies its MiB by 1024*1024).
-FREE_GPU_MEMORY = "GPUDeviceMemoryLimit - GPUDeviceMemoryAllocated"
+# GPUDeviceMemoryAllocated carries one label more (devicecores) than GPUDeviceMemoryLimit (HAMi 2.8.3
+# cmd/scheduler/metrics.go): without `on` the subtraction matches no series.
+FREE_GPU_MEMORY = "GPUDeviceMemoryLimit - on (nodeid, deviceuuid, deviceidx) GPUDeviceMemoryAllocated"
 
 
 def hami_jobs(config: StackConfig) -> tuple[str, str]:
