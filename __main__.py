@@ -106,8 +106,10 @@ Tenancy(
     ),
 )
 if config.monitoring.enabled:
-    scraped = [cluster.system_nodes, hami.release, *karpenter.releases]
-    args = MonitoringArgs(monitoring_releases(config), monitoring_objects(config), cluster.provider, scraped)
+    # The scraped releases, and the EBS CSI driver the Prometheus volume claim needs until destroy deletes it.
+    volume_driver_addon = [cluster.volume_driver] if cluster.volume_driver is not None else []
+    after = [cluster.system_nodes, hami.release, *karpenter.releases, *volume_driver_addon]
+    args = MonitoringArgs(monitoring_releases(config), monitoring_objects(config), cluster.provider, after)
     Monitoring("monitoring", args)
 
 pulumi.export("clusterName", config.cluster.name)

@@ -41,6 +41,9 @@ class Cluster(pulumi.ComponentResource):
     eks_cluster: eks.Cluster
     system_nodes: eks.ManagedNodeGroup
     pod_identity_agent: aws.eks.Addon
+    # The EBS CSI driver add-on when `volume_driver`: whatever keeps a volume claim depends on it, so destroy
+    # deletes the claim (and its EBS volume) while the driver still runs.
+    volume_driver: aws.eks.Addon | None
     provider: k8s.Provider
     kubeconfig: pulumi.Output[str]
 
@@ -192,8 +195,7 @@ class Cluster(pulumi.ComponentResource):
             tags=cluster.tags,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.system_nodes]),
         )
-        if args.volume_driver:
-            self._ebs_csi_driver(name, cluster, partition)
+        self.volume_driver = self._ebs_csi_driver(name, cluster, partition) if args.volume_driver else None
         self.kubeconfig = pulumi.Output.secret(self.eks_cluster.kubeconfig_json)
         self.provider = k8s.Provider(
             f"{name}-k8s",
@@ -203,7 +205,7 @@ class Cluster(pulumi.ComponentResource):
         )
         self.register_outputs({"clusterName": cluster.name, "kubeconfig": self.kubeconfig})
 
-    def _ebs_csi_driver(self, name: str, cluster: ClusterConfig, partition: pulumi.Output[str]) -> None:
+    def _ebs_csi_driver(self, name: str, cluster: ClusterConfig, partition: pulumi.Output[str]) -> aws.eks.Addon:
         """Since Kubernetes 1.23 EBS volumes (even the gp2 class) are provisioned only by the EBS CSI driver,
         which EKS does not install: without it a PersistentVolumeClaim stays Pending forever."""
         child = pulumi.ResourceOptions(parent=self)
@@ -220,7 +222,7 @@ class Cluster(pulumi.ComponentResource):
             policy_arn=partition.apply(lambda p: iam.managed_policy_arn(p, iam.EBS_CSI_DRIVER_POLICY)),
             opts=child,
         )
-        aws.eks.Addon(
+        return aws.eks.Addon(
             f"{name}-ebs-csi-driver",
             cluster_name=cluster.name,
             addon_name="aws-ebs-csi-driver",

@@ -20,7 +20,8 @@ from gpushare.render.stack import HelmRelease, object_id
 
 @dataclass(frozen=True)
 class MonitoringArgs:
-    """Rendered by gpushare.render.monitoring; `depends_on` holds the system nodes and scraped releases."""
+    """Rendered by gpushare.render.monitoring; `depends_on` holds the system nodes, the scraped releases and, with
+    the stack's own Prometheus, the EBS CSI driver add-on (destroy then deletes its volume claim first)."""
 
     releases: Sequence[HelmRelease]
     objects: Sequence[dict[str, Any]]

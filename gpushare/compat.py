@@ -23,6 +23,22 @@ MOCK_IMAGE_REPOSITORY: Final = "docker.io/projecthami/mock-device-plugin"
 # names (HAMi 2.4-2.8); 1.1.1 and later read the hami_* names of HAMi >= 2.9 (HAMi-WebUI PR #91).
 WEBUI_HAMI_RANGES: Final = {"1.0.5": ((2, 4, 0), (2, 9, 0)), "1.1.0": ((2, 4, 0), (2, 9, 0))}
 
+# kube-prometheus-stack components (values key -> what EKS hides) whose targets EKS never exposes: each one on
+# (the chart's default) adds a ServiceMonitor that finds nothing or is refused and a `...Down` alert that fires
+# forever. Chart 88.5.3 gates the Service, ServiceMonitor and rules of each on `<key>.enabled`
+# (templates/exporters/*, templates/prometheus/rules-1.14/{kubernetes-system-scheduler,
+# kubernetes-system-controller-manager,etcd,kubernetes-system-kube-proxy}.yaml). EKS runs the scheduler,
+# controller manager and etcd inside its managed control plane (EKS best practices, control plane), and its
+# kube-proxy add-on serves metrics on 127.0.0.1:10249 only (aws/containers-roadmap #657,
+# terraform-aws-modules/terraform-aws-eks #742), so the chart's kube-proxy targets are refused.
+KPS_COMPONENTS_EKS_HIDES: Final = {
+    "kubeScheduler": "kube-scheduler runs in the EKS-managed control plane (KubeSchedulerDown)",
+    "kubeControllerManager": "kube-controller-manager runs in the EKS-managed control plane "
+    "(KubeControllerManagerDown)",
+    "kubeEtcd": "etcd runs in the EKS-managed control plane (etcdMembersDown, etcdInsufficientMembers)",
+    "kubeProxy": "the EKS kube-proxy add-on serves metrics on 127.0.0.1:10249 only (KubeProxyDown)",
+}
+
 # Karpenter: NodeOverlay exists from 1.7.0, behind the NodeOverlay gate (karpenter.sh/docs/concepts/nodeoverlays).
 KARPENTER_MIN_OVERLAY_VERSION: Final = (1, 7, 0)
 

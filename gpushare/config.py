@@ -770,6 +770,42 @@ class AlertThresholdsConfig(_Model):
     )
 
 
+# A Kubernetes Secret name (DNS-1123 subdomain) and data key (ConfigMap/Secret key rules).
+SECRET_NAME = r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"
+SECRET_KEY = r"^[-._a-zA-Z0-9]{1,253}$"
+ReceiverType = Literal["slack", "pagerduty", "webhook"]
+
+
+class AlertReceiverConfig(_Model):
+    """Where Alertmanager sends every alert. The credential (Slack webhook URL, PagerDuty Events v2 routing key,
+    webhook URL) stays in a Secret of the monitoring namespace that the stack names and never reads."""
+
+    type: ReceiverType = Field(description="slack, pagerduty (Events API v2) or webhook")
+    secret_name: str = Field(
+        alias="secretName",
+        pattern=SECRET_NAME,
+        description="Secret in namespace monitoring holding the credential; create it yourself (kubectl create "
+        "secret generic), Alertmanager starts once it exists",
+    )
+    secret_key: str = Field(
+        alias="secretKey",
+        pattern=SECRET_KEY,
+        description="Key of that Secret: the Slack incoming-webhook URL, the PagerDuty routing key or the webhook URL",
+    )
+    slack_channel: str | None = Field(
+        default=None,
+        alias="slackChannel",
+        pattern=r"^[#@][^\s#@]{1,80}$",
+        description="type slack: #channel or @user to post to instead of the webhook's own channel",
+    )
+
+    @model_validator(mode="after")
+    def _channel_for_slack(self) -> AlertReceiverConfig:
+        if self.slack_channel is not None and self.type != "slack":
+            raise ValueError(f"slackChannel is set but type is {self.type!r}; allowed only with type 'slack'")
+        return self
+
+
 class MonitoringConfig(_Model):
     """Prometheus, scraping, GPU alerts, a Grafana dashboard and HAMi-WebUI; off unless enabled."""
 
@@ -797,6 +833,20 @@ class MonitoringConfig(_Model):
         description="Use this Prometheus instead of deploying kube-prometheus-stack",
     )
     alerts: AlertThresholdsConfig = Field(default=AlertThresholdsConfig(), description="Alert thresholds")
+    alert_receiver: AlertReceiverConfig | None = Field(
+        default=None,
+        alias="alertReceiver",
+        description="Where the stack's Alertmanager sends alerts (unset: nowhere, the chart's \"null\" receiver)",
+    )
+
+    @model_validator(mode="after")
+    def _receiver_needs_own_alertmanager(self) -> MonitoringConfig:
+        if self.alert_receiver is not None and self.existing_prometheus is not None:
+            raise ValueError(
+                "alertReceiver is set with existingPrometheus, where the stack deploys no Alertmanager; allowed: "
+                "one of them (route alerts in your own Alertmanager)"
+            )
+        return self
 
 
 class StackConfig(_Model):

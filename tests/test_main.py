@@ -242,6 +242,41 @@ def test_prometheus_volume_gets_the_ebs_csi_driver(plans):
     ]
 
 
+def _claim_owners(values: Any, path: str = "") -> list[tuple[str, dict[str, Any]]]:
+    """(path, spec) of every map in Helm values that asks a volume claim: a `storageSpec.volumeClaimTemplate`
+    (prometheus-operator's Prometheus and Alertmanager) or `persistence.enabled: true` (Grafana and most charts)."""
+    found = []
+    if isinstance(values, dict):
+        if "volumeClaimTemplate" in (values.get("storageSpec") or {}) or (values.get("persistence") or {}).get(
+            "enabled"
+        ):
+            found.append((path, values))
+        for key, value in values.items():
+            found += _claim_owners(value, f"{path}.{key}" if path else key)
+    return found
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_volume_claim_goes_before_the_ebs_csi_driver_on_destroy(plans, stack):
+    """Destroy runs in reverse dependency order: a release keeping a volume claim depends on the EBS CSI add-on,
+    so its claim (and EBS volume) is deleted while the driver still runs, and the claim goes with its
+    StatefulSet instead of the default Retain that leaves the volume billing."""
+    plan = plans[stack]
+    drivers = [
+        a["urn"] for a in by_type(plan, "aws:eks/addon:Addon") if a["inputs"]["addonName"] == "aws-ebs-csi-driver"
+    ]
+    claimed = [(r, _claim_owners(r["inputs"]["values"])) for r in by_type(plan, "kubernetes:helm.sh/v3:Release")]
+    claimed = [(release, owners) for release, owners in claimed if owners]
+    assert bool(claimed) == bool(drivers) == (stack == "prod")
+    for release, owners in claimed:
+        assert set(drivers) <= set(release["dependencies"]), release["name"]
+        # A StatefulSet's claims outlive it unless told otherwise; a chart's own claim goes with the release.
+        for path, spec in owners:
+            if "storageSpec" in spec:
+                retention = spec.get("persistentVolumeClaimRetentionPolicy", {})
+                assert retention.get("whenDeleted") == "Delete", f"{release['name']} {path}"
+
+
 def test_system_nodes_keep_pods_away_from_the_node_role(plans):
     [template] = by_type(plans["dev"], "aws:ec2/launchTemplate:LaunchTemplate")
     metadata = template["inputs"]["metadataOptions"]

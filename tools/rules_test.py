@@ -3,7 +3,7 @@
 Renders the prod stack's PrometheusRule and dashboard, then:
 - `promtool check rules` on the rule groups;
 - `promtool test rules` with gpushare/monitoring/rules-test.yaml (series that make each alert fire and stay
-  silent);
+  silent, and the HAMi-WebUI's own queries returning data from the series its backend exports);
 - promqlnames (Prometheus's PromQL parser) on every alert and panel expression: each must parse and select
   only metrics listed in gpushare/monitoring/metrics.yaml.
 Needs Go: monitoring/tools/build-promtool.sh builds both binaries once. Without Go: one line, exit 2.

@@ -24,8 +24,16 @@ RULES_TEST_PATH = DATA / "rules-test.yaml"
 # kube-state-metrics exports node/namespace labels only when allow-listed, then as label_<sanitized key>.
 POOL_METRIC_LABEL: Final = "label_" + names.POOL_LABEL.replace(".", "_").replace("/", "_")
 
-# kube-state-metrics sanitizes extended resource names in its `resource` label.
-KSM_GPU_RESOURCE: Final = names.GPU.replace(".", "_").replace("/", "_")
+
+def ksm_resource(name: str) -> str:
+    """kube-state-metrics sanitizes extended resource names in its `resource` label (nvidia.com/gpu.shared ->
+    nvidia_com_gpu_shared)."""
+    return name.replace(".", "_").replace("/", "_")
+
+
+KSM_GPU_RESOURCE: Final = ksm_resource(names.GPU)
+# Whole GPUs and vGPUs (nvidia.com/gpu) and time-sliced replicas (nvidia.com/gpu.shared): every GPU pod asks one.
+KSM_GPU_RESOURCES: Final = f"{KSM_GPU_RESOURCE}|{ksm_resource(names.GPU_SHARED)}"
 
 
 @dataclass(frozen=True)
@@ -70,9 +78,10 @@ def _running_gpu_requests(selector: str = "") -> str:
 
 
 def _pending_gpu_pods() -> str:
-    """Pods in phase Pending that request nvidia.com/gpu (every HAMi or exclusive GPU pod does)."""
+    """Pods in phase Pending that request nvidia.com/gpu (HAMi and exclusive pools) or nvidia.com/gpu.shared
+    (time-sliced pools)."""
     pending = 'max by (namespace, pod) (kube_pod_status_phase{phase="Pending"}) == 1'
-    gpu = f'sum by (namespace, pod) (kube_pod_container_resource_requests{{resource="{KSM_GPU_RESOURCE}"}}) > 0'
+    gpu = f'sum by (namespace, pod) (kube_pod_container_resource_requests{{resource=~"{KSM_GPU_RESOURCES}"}}) > 0'
     return f"({pending}) and on (namespace, pod) ({gpu})"
 
 

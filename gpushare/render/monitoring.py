@@ -3,13 +3,15 @@ ship the alerts and dashboard of render/alerts.py.
 
 Value keys are those of the pinned charts, read at their tags:
 - kube-prometheus-stack 88.5.3, prometheus-community/helm-charts charts/kube-prometheus-stack/values.yaml:
-  prometheus.prometheusSpec.{retention, storageSpec, nodeSelector, serviceMonitorSelectorNilUsesHelmValues,
-  podMonitorSelectorNilUsesHelmValues, ruleSelectorNilUsesHelmValues}, alertmanager.alertmanagerSpec.nodeSelector,
-  prometheusOperator.nodeSelector, grafana.sidecar.dashboards.{enabled, label, labelValue, searchNamespace};
-  its kube-state-metrics 8.4.0 subchart: nodeSelector, metricLabelsAllowlist.
+  prometheus.prometheusSpec.{retention, storageSpec, persistentVolumeClaimRetentionPolicy, nodeSelector,
+  serviceMonitorSelectorNilUsesHelmValues, podMonitorSelectorNilUsesHelmValues, ruleSelectorNilUsesHelmValues},
+  alertmanager.alertmanagerSpec.{nodeSelector, secrets}, alertmanager.config.{route.receiver, route.routes,
+  receivers}, {kubeScheduler, kubeControllerManager, kubeEtcd, kubeProxy}.enabled, prometheusOperator.nodeSelector,
+  grafana.sidecar.dashboards.{enabled, label, labelValue, searchNamespace}; its kube-state-metrics 8.4.0
+  subchart: nodeSelector, metricLabelsAllowlist.
 - dcgm-exporter 4.8.3, NVIDIA/dcgm-exporter deployment/values.yaml at tag 4.5.3-4.8.2 (the 4.6.0-4.8.3 release
-  notes change none of these): image.tag, tolerations, affinity, serviceMonitor.enabled (its ServiceMonitor
-  scrapes port `metrics`).
+  notes change none of these): image.tag, tolerations, affinity, extraEnv, serviceMonitor.enabled (its
+  ServiceMonitor scrapes port `metrics`).
 - hami-webui 1.1.0, Project-HAMi/HAMi-WebUI charts/hami-webui/values.yaml at tag hami-webui-1.1.0:
   image.{frontend,backend}.tag (default floating `main`), service.type, nodeSelector, serviceMonitor.enabled,
   hamiServiceMonitor.enabled, dcgm-exporter.enabled, externalPrometheus.{enabled,address}. Its CI pushes the
@@ -26,8 +28,8 @@ from typing import Any, Final
 
 import yaml
 
-from gpushare import images, names, pins
-from gpushare.config import MonitoringConfig, StackConfig
+from gpushare import compat, images, names, pins
+from gpushare.config import AlertReceiverConfig, MonitoringConfig, StackConfig
 from gpushare.files import SAFE_LOADER
 from gpushare.render import alerts
 from gpushare.render.stack import HelmRelease
@@ -78,6 +80,11 @@ KARPENTER_METRICS_PORT: Final = "http-metrics"
 # `<fullname>-device-plugin-monitor` port `monitorport` -> 9394 (charts/hami/templates/*/[monitor]service.yaml).
 HAMI_SCHEDULER_METRICS_PORT: Final = "monitor"
 HAMI_MONITOR_METRICS_PORT: Final = "monitorport"
+# HAMi-WebUI chart 1.1.0 (templates/service.yaml, deployment.yaml): Service `<fullname>` (`hami-webui` for our
+# release name) port `metrics` -> the backend's containerPort 8000, labels app.kubernetes.io/{name,instance} and
+# component `hami-webui`. The backend computes the `hami_*` series every WebUI page queries when /metrics is
+# scraped (server/internal/exporter at v1.1.0): unscraped, the WebUI shows no data.
+WEBUI_METRICS_PORT: Final = "metrics"
 
 
 @cache
@@ -110,6 +117,7 @@ def scrape_namespaces() -> dict[str, str]:
         "hami-scheduler": names.HAMI_NAMESPACE,
         "hami-device-plugin": names.HAMI_NAMESPACE,
         "karpenter": names.KARPENTER_NAMESPACE,
+        names.WEBUI_RELEASE: names.MONITORING_NAMESPACE,
     }
 
 
@@ -137,13 +145,64 @@ def prometheus_url(monitoring: MonitoringConfig) -> str:
     return f"http://{names.MONITORING_RELEASE}-prometheus.{names.MONITORING_NAMESPACE}.svc:9090"
 
 
+# The prometheus-operator mounts each Secret of alertmanagerSpec.secrets at <this>/<secret name> in Alertmanager.
+ALERTMANAGER_SECRETS_DIR: Final = "/etc/alertmanager/secrets"
+# kube-prometheus-stack's own receiver for what must reach no one: Watchdog (always firing, a dead man's switch for
+# an external monitor) and InfoInhibitor (fires while info alerts exist, only to inhibit them).
+NULL_RECEIVER: Final = "null"
+SILENT_ALERTS: Final = ("Watchdog", "InfoInhibitor")
+# Alertmanager v0.34 (the chart's appVersion) reads each receiver's credential from a file: slack_configs
+# api_url_file, pagerduty_configs routing_key_file (Events API v2), webhook_configs url_file
+# (notify/{slack,pagerduty,webhook}/config.go), so the value stays in the Secret and out of the stack.
+RECEIVER_CONFIGS: Final = {
+    "slack": ("slack_configs", "api_url_file"),
+    "pagerduty": ("pagerduty_configs", "routing_key_file"),
+    "webhook": ("webhook_configs", "url_file"),
+}
+
+
+def receiver_name(receiver: AlertReceiverConfig) -> str:
+    return f"gpushare-{receiver.type}"
+
+
+def alertmanager_config(receiver: AlertReceiverConfig) -> dict[str, Any]:
+    """The Alertmanager `config` values: every alert to the receiver, Watchdog and InfoInhibitor to "null".
+
+    Helm merges maps, so the chart's route timings, inhibit rules and templates stay; the lists it replaces
+    (`route.routes`, `receivers`) are written whole, "null" kept for the route to it."""
+    configs, file_key = RECEIVER_CONFIGS[receiver.type]
+    target: dict[str, Any] = {
+        file_key: f"{ALERTMANAGER_SECRETS_DIR}/{receiver.secret_name}/{receiver.secret_key}",
+        "send_resolved": True,
+    }
+    if receiver.slack_channel is not None:
+        target["channel"] = receiver.slack_channel
+    silent = "|".join(SILENT_ALERTS)
+    return {
+        "route": {
+            "receiver": receiver_name(receiver),
+            "routes": [{"receiver": NULL_RECEIVER, "matchers": [f'alertname =~ "{silent}"']}],
+        },
+        "receivers": [{"name": NULL_RECEIVER}, {"name": receiver_name(receiver), configs: [target]}],
+    }
+
+
+def _alertmanager(monitoring: MonitoringConfig) -> dict[str, Any]:
+    spec: dict[str, Any] = {"nodeSelector": _system_nodes()}
+    receiver = monitoring.alert_receiver
+    if receiver is None:
+        return {"alertmanagerSpec": spec}
+    spec["secrets"] = [receiver.secret_name]
+    return {"alertmanagerSpec": spec, "config": alertmanager_config(receiver)}
+
+
 def kube_prometheus_stack_values(config: StackConfig) -> dict[str, Any]:
     monitoring = config.monitoring
     system = _system_nodes()
     values = {
         "fullnameOverride": names.MONITORING_RELEASE,
         "prometheusOperator": {"nodeSelector": system},
-        "alertmanager": {"alertmanagerSpec": {"nodeSelector": system}},
+        "alertmanager": _alertmanager(monitoring),
         "prometheus": {
             "prometheusSpec": {
                 "nodeSelector": system,
@@ -152,6 +211,10 @@ def kube_prometheus_stack_values(config: StackConfig) -> dict[str, Any]:
                 "serviceMonitorSelectorNilUsesHelmValues": False,
                 "podMonitorSelectorNilUsesHelmValues": False,
                 "ruleSelectorNilUsesHelmValues": False,
+                # Delete the volume claim (and its EBS volume) with the StatefulSet: the default, Retain, leaves
+                # the volume billing after `pulumi destroy` (StatefulSetAutoDeletePVC, GA in Kubernetes 1.32;
+                # the chart's crd-prometheuses.yaml has the field). Scaling down keeps it.
+                "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Delete", "whenScaled": "Retain"},
                 "storageSpec": {
                     "volumeClaimTemplate": {
                         "spec": {
@@ -174,6 +237,8 @@ def kube_prometheus_stack_values(config: StackConfig) -> dict[str, Any]:
                 }
             },
         },
+        # EKS exposes none of these targets: each would add a `...Down` alert firing forever.
+        **{key: {"enabled": False} for key in compat.KPS_COMPONENTS_EKS_HIDES},
         "kube-state-metrics": {
             "nodeSelector": system,
             # Pool and sharing labels on node metrics, so panels can group by pool.
@@ -183,10 +248,17 @@ def kube_prometheus_stack_values(config: StackConfig) -> dict[str, Any]:
     return images.with_chart_images(values, KPS_CHART_IMAGES, config.registry_mirrors)
 
 
+# dcgm-exporter attributes a GPU to a pod only for `nvidia.com/gpu` and the resource names of this variable
+# (4.5.3-4.8.2 pkg/cmd/app.go flag --nvidia-resource-names, a comma-separated list; transformation/kubernetes.go
+# skips every other resource): without it a time-sliced pool's GPUs carry no pod, namespace or container label.
+DCGM_RESOURCE_NAMES_ENV: Final = "NVIDIA_RESOURCE_NAMES"
+
+
 def dcgm_exporter_values(config: StackConfig) -> dict[str, Any]:
     values = {
         "image": {"tag": pins.image_tag(DCGM_IMAGE)},
         **_gpu_exporter_placement(),
+        "extraEnv": [{"name": DCGM_RESOURCE_NAMES_ENV, "value": names.GPU_SHARED}],
         "serviceMonitor": {"enabled": True, "additionalLabels": _selector_labels(config.monitoring)},
     }
     return images.with_chart_images(values, DCGM_CHART_IMAGES, config.registry_mirrors)
@@ -198,8 +270,10 @@ def webui_values(config: StackConfig) -> dict[str, Any]:
         "image": {"frontend": {"tag": tag}, "backend": {"tag": tag}},
         "service": {"type": "ClusterIP"},
         "nodeSelector": _system_nodes(),
-        # Scraping is ours (ServiceMonitors below, dcgm-exporter release): the chart's own exporter tolerates
-        # no GPU taint and its ServiceMonitors carry labels only its bundled Prometheus selects.
+        # Scrape objects are ours (service_monitors, the dcgm-exporter release), so the policy pack sees every
+        # one (it cannot look inside a chart) and they carry an existing Prometheus's selector labels: ours
+        # scrapes this backend, another HAMi device-plugin monitor would scrape its targets twice, and the
+        # bundled exporter tolerates no GPU taint.
         "serviceMonitor": {"enabled": False},
         "hamiServiceMonitor": {"enabled": False},
         "dcgm-exporter": {"enabled": False},
@@ -259,9 +333,21 @@ def _metadata(monitoring: MonitoringConfig, name: str, extra: Mapping[str, str] 
     return meta
 
 
+# HAMi's monitor metrics carry no node label: take it from the scraped pod.
+NODE_FROM_POD: Final = {"sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": "node", "action": "replace"}
+
+
 def _service_monitor(
-    monitoring: MonitoringConfig, name: str, namespace: str, selector: dict[str, str], port: str
+    monitoring: MonitoringConfig,
+    name: str,
+    namespace: str,
+    selector: dict[str, str],
+    port: str,
+    relabelings: tuple[dict[str, Any], ...] = (NODE_FROM_POD,),
 ) -> dict[str, Any]:
+    endpoint: dict[str, Any] = {"port": port, "interval": "30s"}
+    if relabelings:
+        endpoint["relabelings"] = list(relabelings)
     return {
         "apiVersion": names.MONITORING_API,
         "kind": "ServiceMonitor",
@@ -269,26 +355,14 @@ def _service_monitor(
         "spec": {
             "namespaceSelector": {"matchNames": [namespace]},
             "selector": {"matchLabels": selector},
-            "endpoints": [
-                {
-                    "port": port,
-                    "interval": "30s",
-                    # HAMi's monitor metrics carry no node label: take it from the scraped pod.
-                    "relabelings": [
-                        {
-                            "sourceLabels": ["__meta_kubernetes_pod_node_name"],
-                            "targetLabel": "node",
-                            "action": "replace",
-                        }
-                    ],
-                }
-            ],
+            "endpoints": [endpoint],
         },
     }
 
 
 def service_monitors(config: StackConfig) -> list[dict[str, Any]]:
-    """HAMi scheduler and device-plugin monitor, Karpenter controller; selectors from the pinned charts."""
+    """HAMi scheduler and device-plugin monitor, Karpenter controller, HAMi-WebUI backend; selectors from the
+    pinned charts."""
     monitoring = config.monitoring
     hami_instance = {"app.kubernetes.io/instance": names.HAMI_RELEASE, "app.kubernetes.io/name": names.HAMI_CHART}
     namespaces = scrape_namespaces()
@@ -313,6 +387,20 @@ def service_monitors(config: StackConfig) -> list[dict[str, Any]]:
             namespaces["karpenter"],
             {"app.kubernetes.io/instance": names.KARPENTER_RELEASE, "app.kubernetes.io/name": names.KARPENTER_CHART},
             KARPENTER_METRICS_PORT,
+        ),
+        # No relabeling: the backend's series carry their own `node` label, which a target label of that name
+        # would rename to `exported_node`, and the WebUI's per-node queries would find nothing.
+        _service_monitor(
+            monitoring,
+            names.WEBUI_RELEASE,
+            namespaces[names.WEBUI_RELEASE],
+            {
+                "app.kubernetes.io/instance": names.WEBUI_RELEASE,
+                "app.kubernetes.io/name": names.WEBUI_CHART,
+                "app.kubernetes.io/component": names.WEBUI_CHART,
+            },
+            WEBUI_METRICS_PORT,
+            relabelings=(),
         ),
     ]
 

@@ -1,5 +1,5 @@
-"""The Services the pinned HAMi and Karpenter charts render, as ServiceMonitors see them: namespace, labels and
-port names. Written down from the chart templates (never rendered here):
+"""The Services the pinned HAMi, Karpenter and HAMi-WebUI charts render, as ServiceMonitors see them: namespace,
+labels and port names. Written down from the chart templates (never rendered here):
 - HAMi 2.8.3 charts/hami/templates/scheduler/service.yaml and device-plugin/monitorservice.yaml: Services
   `<fullname>-scheduler` (ports `http`, `monitor` -> 9395) and `<fullname>-device-plugin-monitor` (port
   `monitorport` -> 9394; only with devicePlugin.enabled), neither with dra.enabled; labels
@@ -8,6 +8,9 @@ port names. Written down from the chart templates (never rendered here):
 - Karpenter (aws/karpenter-provider-aws charts/karpenter/templates/service.yaml and _helpers.tpl, v1.14-1.15):
   Service `karpenter` with karpenter.labels (name, instance, managed-by and values.additionalLabels) and ports
   `http-metrics` and `https-webhook`.
+- HAMi-WebUI 1.1.0 (Project-HAMi/HAMi-WebUI charts/hami-webui/templates/service.yaml and _helpers.tpl): Service
+  `<fullname>` with hami-webui.labels (name, instance, managed-by) and app.kubernetes.io/component `hami-webui`,
+  ports `http` and `metrics` (the backend, whose /metrics computes the hami_* series the WebUI's pages query).
 """
 
 from __future__ import annotations
@@ -18,6 +21,9 @@ from typing import Any
 from gpushare import names
 
 from .stack import Resource, StackView
+
+WEBUI_BACKEND = "HAMi-WebUI backend"
+WEBUI_METRICS_PORT = "metrics"
 
 
 @dataclass(frozen=True)
@@ -79,6 +85,16 @@ def chart_services(view: StackView) -> list[ChartService]:
                     **_strings(release.get("values", "additionalLabels")),
                 },
                 ("http-metrics", "https-webhook"),
+            )
+        )
+    for release in view.releases(names.WEBUI_CHART):
+        services.append(
+            ChartService(
+                release,
+                WEBUI_BACKEND,
+                str(release.get("namespace") or "default"),
+                {"app.kubernetes.io/component": "hami-webui", **_chart_labels(release, names.WEBUI_CHART)},
+                ("http", WEBUI_METRICS_PORT),
             )
         )
     return services

@@ -64,6 +64,7 @@ EXPECTED = [
     ("prometheus-selects-stack-objects", "mandatory"),
     ("monitoring-uis-not-exposed", "mandatory"),
     ("monitoring-storage-class-exists", "mandatory"),
+    ("monitoring-skips-eks-control-plane", "mandatory"),
 ]
 
 

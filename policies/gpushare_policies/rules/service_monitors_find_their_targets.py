@@ -1,5 +1,5 @@
-"""Every ServiceMonitor of the stack selects a Service the pinned HAMi or Karpenter chart renders, in the namespace
-it runs in, and scrapes a port that Service has."""
+"""Every ServiceMonitor of the stack selects a Service the pinned HAMi, Karpenter or HAMi-WebUI chart renders, in
+the namespace it runs in, and scrapes a port that Service has; the WebUI backend has one."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any
 
 from gpushare import names
 
-from ..rule import Finding, Rule, finding
-from ..scrape import ChartService, chart_services
+from ..rule import Finding, Rule, finding, finding_about
+from ..scrape import WEBUI_BACKEND, WEBUI_METRICS_PORT, ChartService, chart_services
 from ..selectors import selects
 from ..stack import Resource, StackView, sorted_by_name
 
@@ -34,6 +34,7 @@ def check_service_monitor_targets(view: StackView, _config: None) -> Iterator[Fi
     services = chart_services(view)
     if not services:
         return  # no chart whose Services we know
+    scraped: set[tuple[int, object]] = set()  # (Service, port) pairs some ServiceMonitor scrapes
     for monitor in sorted_by_name(view.of_type(SERVICE_MONITOR)):
         namespace = str(monitor.get("metadata", "namespace") or "default")
         selector: Any = monitor.get("spec", "selector") or {}
@@ -62,6 +63,7 @@ def check_service_monitor_targets(view: StackView, _config: None) -> Iterator[Fi
         endpoints = monitor.get("spec", "endpoints")
         for index, endpoint in enumerate(endpoints if isinstance(endpoints, list) else []):
             port = endpoint.get("port") if isinstance(endpoint, dict) else None
+            scraped.update((id(s), port) for s in found if port in s.ports)
             if port is not None and port not in ports:
                 yield finding(
                     monitor,
@@ -71,16 +73,27 @@ def check_service_monitor_targets(view: StackView, _config: None) -> Iterator[Fi
                     "nothing from them",
                     f"name one of {', '.join(sorted(ports))}",
                 )
+    for service in services:
+        if service.component == WEBUI_BACKEND and (id(service), WEBUI_METRICS_PORT) not in scraped:
+            yield finding_about(
+                service.release,
+                f"no ServiceMonitor scrapes port {WEBUI_METRICS_PORT} of the WebUI's Service, whose /metrics computes "
+                "the hami_* series every WebUI page queries: the WebUI shows no data",
+                f"declare a ServiceMonitor for that Service in {service.namespace}, port {WEBUI_METRICS_PORT}",
+            )
 
 
 RULE = Rule(
     name="service-monitors-find-their-targets",
     order=27,
-    description="Every ServiceMonitor selects, by labels and namespaces evaluated as sets, a Service the pinned HAMi "
-    "or Karpenter chart renders, and scrapes a port name that Service has.",
+    description="Every ServiceMonitor selects, by labels and namespaces evaluated as sets, a Service the pinned HAMi, "
+    "Karpenter or HAMi-WebUI chart renders, and scrapes a port name that Service has; a ServiceMonitor scrapes the "
+    "WebUI backend's port metrics.",
     why="A ServiceMonitor that matches no Service, looks in the wrong namespace or names a missing port scrapes "
-    "nothing, so HamiSchedulerDown and the NodeClaim alerts never fire.",
-    remediation="Select the chart Service's labels in the namespace of its release and name its metrics port.",
+    "nothing, so HamiSchedulerDown and the NodeClaim alerts never fire; the WebUI's hami_* series exist only "
+    "when its backend is scraped.",
+    remediation="Select the chart Service's labels in the namespace of its release and name its metrics port; keep "
+    "the WebUI ServiceMonitor gpushare renders.",
     enforcement="mandatory",
     severity="medium",
     check=check_service_monitor_targets,

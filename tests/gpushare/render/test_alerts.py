@@ -13,8 +13,13 @@ README = (ROOT / "README.md").read_text()
 
 def test_every_alert_has_promtool_fixtures_and_a_readme_runbook_line(prod):
     fixtures = yaml.safe_load(alerts.RULES_TEST_PATH.read_text())
-    tested = {case["alertname"] for test in fixtures["tests"] for case in test["alert_rule_test"]}
-    fired = {case["alertname"] for test in fixtures["tests"] for case in test["alert_rule_test"] if case["exp_alerts"]}
+    tested = {case["alertname"] for test in fixtures["tests"] for case in test.get("alert_rule_test", [])}
+    fired = {
+        case["alertname"]
+        for test in fixtures["tests"]
+        for case in test.get("alert_rule_test", [])
+        if case["exp_alerts"]
+    }
     rules = {alert.name: alert for alert in alerts.alerts(prod)}
     assert tested == fired == set(rules)
     for alert in rules.values():

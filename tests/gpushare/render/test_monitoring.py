@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 
 import pytest
+import yaml
 
-from gpushare import names, pins
+from gpushare import compat, names, pins
 from gpushare.errors import ConfigError
 from gpushare.images import UPSTREAM_REGISTRIES as UPSTREAM
 from gpushare.loader import load_stack_config
+from gpushare.metrics import metric_catalog
 from gpushare.render import alerts, monitoring
 from policies.gpushare_policies.rules.monitoring_images_pinned import floating_image_tags, unpinned_images
+from policies.gpushare_policies.rules.monitoring_skips_eks_control_plane import hidden_components_scraped
 from policies.gpushare_policies.rules.monitoring_webui_reads_hami_metrics import webui_compatible
 from tests.conftest import PLAN_DATE, ROOT, raw_stack
 from tests.test_main import by_type, one, urn
@@ -63,6 +66,7 @@ def test_prod_deploys_three_pinned_releases_on_system_nodes(prod):
 
 
 def test_existing_prometheus_gets_only_labelled_objects(prod_raw):
+    del prod_raw["gpushare:monitoring"]["alertReceiver"]  # an existing Prometheus routes alerts its own way
     prod_raw["gpushare:monitoring"]["existingPrometheus"] = {
         "url": "http://prometheus.observability.svc:9090",
         "labels": {"release": "platform"},
@@ -161,6 +165,7 @@ def test_monitoring_is_wired_after_the_cluster_and_scraped_releases(plans):
 
 def test_every_monitoring_value_key_was_verified_in_the_pinned_chart(prod_raw):
     mirrored = {**raw_stack("prod"), "gpushare:registryMirrors": {r: f"mirror.example.com/{r}" for r in UPSTREAM}}
+    del prod_raw["gpushare:monitoring"]["alertReceiver"]
     prod_raw["gpushare:monitoring"]["existingPrometheus"] = {"url": "http://prom.obs.svc:9090", "labels": {"a": "b"}}
     for config in (
         load_stack_config(raw_stack("prod"), today=PLAN_DATE),
@@ -173,3 +178,58 @@ def test_every_monitoring_value_key_was_verified_in_the_pinned_chart(prod_raw):
         names.DCGM_CHART, pins.chart_version(names.DCGM_CHART), {"nodeSelector": {"a": "b"}}
     ) == ["nodeSelector.a"]
     assert monitoring.unverified_value_keys(names.DCGM_CHART, "9.9.9", {"image": {"tag": "x"}}) == ["image.tag"]
+
+
+def _webui_fixture_series() -> list[str]:
+    fixtures = yaml.safe_load(alerts.RULES_TEST_PATH.read_text())
+    [group] = [test for test in fixtures["tests"] if "promql_expr_test" in test]
+    return [series["series"] for series in group["input_series"]]
+
+
+def _labels(series: str) -> dict[str, str]:
+    body = series[series.index("{") + 1 : series.rindex("}")]
+    return dict((key.strip(), value.strip('"')) for key, value in (pair.split("=", 1) for pair in body.split('", ')))
+
+
+def test_webui_fixture_carries_the_labels_the_rendered_service_monitor_gives(prod):
+    """The promtool test of the WebUI's queries (rules-test.yaml) feeds series labelled as our ServiceMonitor
+    scrapes them: a monitor that moved port or namespace, or relabeled a label the backend exports, fails here."""
+    [monitor] = [m for m in monitoring.service_monitors(prod) if m["metadata"]["name"] == names.WEBUI_RELEASE]
+    [endpoint] = monitor["spec"]["endpoints"]
+    exported = set(metric_catalog()["hami-webui"]["labels"])
+    assert not {r.get("targetLabel") for r in endpoint.get("relabelings", [])} & exported
+    for series in _webui_fixture_series():
+        labels = _labels(series)
+        assert series.split("{")[0] in metric_catalog()["hami-webui"]["metrics"]
+        assert labels["job"] == labels["service"] == names.WEBUI_RELEASE
+        assert labels["namespace"] == monitor["spec"]["namespaceSelector"]["matchNames"][0]
+        assert labels["endpoint"] == endpoint["port"]
+        assert (
+            "node" in labels
+            and set(labels) - {"job", "service", "namespace", "endpoint", "pod", "container", "instance"} <= exported
+        )
+
+
+def test_webui_service_monitor_selects_the_chart_service(prod):
+    [monitor] = [m for m in monitoring.service_monitors(prod) if m["metadata"]["name"] == names.WEBUI_RELEASE]
+    assert monitor["spec"]["selector"]["matchLabels"] == {
+        "app.kubernetes.io/name": names.WEBUI_CHART,
+        "app.kubernetes.io/instance": names.WEBUI_RELEASE,
+        "app.kubernetes.io/component": names.WEBUI_CHART,
+    }
+    assert monitor["spec"]["endpoints"][0]["port"] == monitoring.WEBUI_METRICS_PORT
+    # The chart's own monitors stay off: ours scrapes the backend, a second device-plugin monitor would double it.
+    values = monitoring.webui_values(prod)
+    assert values["serviceMonitor"] == values["hamiServiceMonitor"] == {"enabled": False}
+
+
+def test_kube_prometheus_stack_scrapes_nothing_eks_hides(prod):
+    values = monitoring.kube_prometheus_stack_values(prod)
+    assert hidden_components_scraped(values) == []
+    assert set(compat.KPS_COMPONENTS_EKS_HIDES) >= {"kubeScheduler", "kubeControllerManager", "kubeEtcd"}
+    assert hidden_components_scraped({}) == list(compat.KPS_COMPONENTS_EKS_HIDES)
+
+
+def test_exporter_attributes_time_sliced_gpus_to_pods(prod):
+    env = monitoring.dcgm_exporter_values(prod)["extraEnv"]
+    assert {"name": "NVIDIA_RESOURCE_NAMES", "value": names.GPU_SHARED} in env

@@ -34,8 +34,8 @@ CASES = {
     ),
     "metric named by __name__": (
         RULE,
-        _expr("HamiDevicePluginDown", '{__name__="hami_vgpu_count"} == 0'),
-        ["reads metric hami_vgpu_count"],
+        _expr("HamiDevicePluginDown", '{__name__="hami_vgpus_registered"} == 0'),
+        ["reads metric hami_vgpus_registered"],
     ),
     "resource spelled the Kubernetes way": (
         RULE,
@@ -52,10 +52,10 @@ CASES = {
     ),
     "dashboard query over a metric nobody exports": (
         RULE,
-        lambda r: _dashboard_query(r, 0, "sum(hami_vgpu_count)"),
+        lambda r: _dashboard_query(r, 0, "sum(hami_vgpus_registered)"),
         [
             'ConfigMap gpushare-gpu-dashboard: data["gpushare-gpus.json"] panels[0].targets[0]',
-            "reads metric hami_vgpu_count",
+            "reads metric hami_vgpus_registered",
             "the panel stays empty",
         ],
     ),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.policies.helpers import find, messages, resources_of
+from tests.policies.helpers import drop, find, messages, resources_of
 from tests.policies.rules.breaking import caught, delete_at, release, set_at
 
 RULE = "service-monitors-find-their-targets"
@@ -49,6 +49,21 @@ PROD_CASES = {
         RULE,
         lambda r: set_at(_monitor(r, "hami-scheduler"), ["spec", "endpoints", 0, "port"], "metrics"),
         ['ServiceMonitor hami-scheduler: spec.endpoints[0].port is "metrics"', "name one of http, monitor"],
+    ),
+    "WebUI monitor in the wrong namespace": (
+        RULE,
+        lambda r: set_at(_monitor(r, "hami-webui"), ["spec", "namespaceSelector", "matchNames"], ["kube-system"]),
+        ["ServiceMonitor hami-webui: spec.namespaceSelector.matchNames", "select [monitoring]"],
+    ),
+    "WebUI backend not scraped": (
+        RULE,
+        lambda r: drop(r, "ServiceMonitor", "hami-webui"),
+        ["Release hami-webui: no ServiceMonitor scrapes port metrics of the WebUI's Service", "port metrics"],
+    ),
+    "WebUI monitor on the frontend port only": (
+        RULE,
+        lambda r: set_at(_monitor(r, "hami-webui"), ["spec", "endpoints", 0, "port"], "http"),
+        ["Release hami-webui: no ServiceMonitor scrapes port metrics", "the WebUI shows no data"],
     ),
 }
 
