@@ -23,7 +23,6 @@ from gpushare import names
 
 RIG_STACK = "rig"
 NOT_INITIALIZED_ALERT = "GpuNodeClaimNotInitialized"
-HAMI_SCHEDULER_DOWN_ALERT = "HamiSchedulerDown"
 
 
 def rules_from_the_stack(work: Path) -> dict[str, Any]:
@@ -88,9 +87,14 @@ def _get(path: str) -> Any:
         raise RigError(f"Prometheus unreachable: {error}") from None
 
 
+def active_alerts() -> list[dict[str, Any]]:
+    """Every pending and firing alert of the stack's rules."""
+    return _get("/api/v1/alerts")["alerts"]
+
+
 def alerts(name: str) -> list[dict[str, Any]]:
     """Pending and firing alerts of that name."""
-    return [alert for alert in _get("/api/v1/alerts")["alerts"] if alert["labels"].get("alertname") == name]
+    return [alert for alert in active_alerts() if alert["labels"].get("alertname") == name]
 
 
 def scraping(job: str) -> bool:
