@@ -15,7 +15,14 @@ from gpushare import names
 from gpushare.loader import load_stack_config
 from gpushare.render.stack import helm_releases
 from policies.gpushare_policies.registry import evaluate
-from policies.gpushare_policies.stack import NAMESPACE, NODE_OVERLAY, NODE_POOL, RESOURCE_QUOTA, from_plan
+from policies.gpushare_policies.stack import (
+    LIMIT_RANGE,
+    NAMESPACE,
+    NODE_OVERLAY,
+    NODE_POOL,
+    RESOURCE_QUOTA,
+    from_plan,
+)
 from tools.offline import run_program
 from tools.plan import read_stack_file
 
@@ -26,7 +33,7 @@ GROWTH_SIZES = (100, 1_000, 10_000)
 TODAY = datetime.now(UTC).date()
 # What grows with the number of pools and teams; everything else (cluster, releases, IAM) is there once.
 SCALED_TYPES = frozenset(
-    {NODE_POOL, NODE_OVERLAY, NAMESPACE, RESOURCE_QUOTA, "kubernetes:core/v1:LimitRange"}
+    {NODE_POOL, NODE_OVERLAY, NAMESPACE, RESOURCE_QUOTA, LIMIT_RANGE}
     | {
         f"kubernetes:admissionregistration.k8s.io/v1:{kind}"
         for kind in (

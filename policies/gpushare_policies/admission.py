@@ -55,9 +55,15 @@ def denying_validations(view: StackView) -> dict[str, list[tuple[Resource, dict[
 
 
 def binding_without_deny(view: StackView, policy: str) -> Resource | None:
-    """The ValidatingAdmissionPolicyBinding of `policy` when it only warns or audits (the policy refuses nothing)."""
-    for binding in view.of_type(f"{ADMISSION_API}:ValidatingAdmissionPolicyBinding"):
-        actions = binding.get("spec", "validationActions")
-        if binding.get("spec", "policyName") == policy and not (isinstance(actions, list) and "Deny" in actions):
-            return binding
-    return None
+    """The ValidatingAdmissionPolicyBinding of `policy` when it only warns or audits (the policy refuses nothing);
+    indexed once per view, as rules ask per team namespace."""
+
+    def index() -> dict[str, Resource]:
+        found: dict[str, Resource] = {}
+        for binding in view.of_type(f"{ADMISSION_API}:ValidatingAdmissionPolicyBinding"):
+            actions, name = binding.get("spec", "validationActions"), binding.get("spec", "policyName")
+            if isinstance(name, str) and not (isinstance(actions, list) and "Deny" in actions):
+                found.setdefault(name, binding)
+        return found
+
+    return view.memo("bindings-without-deny", index).get(policy)

@@ -309,16 +309,14 @@ def effective_capacity(overlays: Sequence[Resource]) -> dict[str, tuple[Any, Res
 
 def quotas_in(view: StackView, namespace: str) -> list[Resource]:
     """The ResourceQuotas of one namespace."""
-    return list(
-        view.memo("quotas-by-namespace", lambda: _by_namespace(view.of_type(RESOURCE_QUOTA))).get(namespace, ())
-    )
+    return list(view.memo("quotas-by-namespace", lambda: by_namespace(view.of_type(RESOURCE_QUOTA))).get(namespace, ()))
 
 
-def _by_namespace(quotas: list[Resource]) -> dict[str, list[Resource]]:
-    """Grouped once, not rescanned per namespace; a non-string namespace names no namespace."""
+def by_namespace(objects: list[Resource]) -> dict[str, list[Resource]]:
+    """Grouped once, in the given order, not rescanned per namespace; a non-string namespace names no namespace."""
     grouped: dict[str, list[Resource]] = defaultdict(list)
-    for quota in quotas:
-        namespace = quota.get("metadata", "namespace")
+    for resource in objects:
+        namespace = resource.get("metadata", "namespace")
         if isinstance(namespace, str):
-            grouped[namespace].append(quota)
+            grouped[namespace].append(resource)
     return grouped

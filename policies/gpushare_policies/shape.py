@@ -20,6 +20,7 @@ from .stack import (
     EKS_CLUSTER,
     EKS_COMPONENT,
     HELM_RELEASE,
+    LIMIT_RANGE,
     NAMESPACE,
     NODE_OVERLAY,
     NODE_POOL,
@@ -184,7 +185,7 @@ SHAPES: Final[dict[str, dict[str, str]]] = {
         "spec.endpoints[].port": "str",
     },
     NAMESPACE: {**_TEMPLATE},
-    "kubernetes:core/v1:LimitRange": {
+    LIMIT_RANGE: {
         **_TEMPLATE,
         "spec": "obj",
         "spec.limits[]": "obj",

@@ -35,6 +35,7 @@ EC2_NODE_CLASS = f"kubernetes:{names.EC2_NODE_CLASS_API}:EC2NodeClass"
 DAEMON_SET = "kubernetes:apps/v1:DaemonSet"
 NAMESPACE = "kubernetes:core/v1:Namespace"
 RESOURCE_QUOTA = "kubernetes:core/v1:ResourceQuota"
+LIMIT_RANGE = "kubernetes:core/v1:LimitRange"
 # pulumi-eks is a component: offline (under mocks) it has no children and its inputs are what we see; in a
 # real preview its child aws:eks/cluster:Cluster carries the settings and the component only its outputs.
 EKS_COMPONENT = "eks:index:Cluster"

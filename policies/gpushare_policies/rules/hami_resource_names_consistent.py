@@ -11,9 +11,8 @@ from gpushare import names
 from ..hami import Hami
 from ..nvidia import NvidiaPlugin
 from ..rule import Finding, Rule, finding
-from ..stack import NODE_OVERLAY, RESOURCE_QUOTA, Resource, StackView, sorted_by_name
+from ..stack import LIMIT_RANGE, NODE_OVERLAY, RESOURCE_QUOTA, Resource, StackView, sorted_by_name
 
-LIMIT_RANGE = "kubernetes:core/v1:LimitRange"
 # Chart defaults (charts/hami/values.yaml, 2.7.0-2.10.0) of the four keys.
 CHART_DEFAULTS = {
     "resourceName": names.GPU,

@@ -15,6 +15,11 @@ from ..rule import Finding, Rule, finding_about
 from ..stack import NAMESPACE, StackView, sorted_by_name
 
 
+def _any_timeslice_pool(view: StackView) -> bool:
+    """Once per view: the answer is the same for every namespace."""
+    return view.memo("any-timeslice-pool", lambda: any(is_timeslice_pool(pool) for pool in pools(view)))
+
+
 def _required(view: StackView, team_pools: list[Pool]) -> list[str]:
     """Quota keys a team needs: Kubernetes' on GPUs always, on HAMi's memory and cores on HAMi pools, with HAMi's
     own keys for them there (Kubernetes alone misses whole-GPU, percentage and multi-vGPU requests), and on
@@ -24,7 +29,7 @@ def _required(view: StackView, team_pools: list[Pool]) -> list[str]:
     hami = any(is_hami_pool(view, pool) for pool in team_pools)
     if hami:
         resources += [names.GPU_MEMORY, names.GPU_CORES]
-    if any(is_timeslice_pool(pool) for pool in pools(view)):
+    if _any_timeslice_pool(view):
         resources.append(names.GPU_SHARED)
     required = [kubernetes_quota_key(resource) for resource in resources]  # see quota_keys_enforced.py
     if hami:

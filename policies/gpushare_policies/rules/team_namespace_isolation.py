@@ -18,20 +18,20 @@ from collections.abc import Iterator
 from gpushare import names
 
 from ..admission import ADMISSION_API, binding_without_deny, denying_validations
-from ..kube import pools
+from ..kube import by_namespace, pools
 from ..pools import pools_of_team
 from ..rule import Finding, Rule, finding, finding_about
-from ..stack import NAMESPACE, Resource, StackView, sorted_by_name
+from ..stack import LIMIT_RANGE, NAMESPACE, Resource, StackView, sorted_by_name
 
 ENFORCE = names.POD_SECURITY_ENFORCE_LABEL
 LEVELS = ("baseline", "restricted")
-LIMIT_RANGE = "kubernetes:core/v1:LimitRange"
 # LimitRange fields that put a resource on every container (default, defaultRequest) or require it (min, and max,
 # which becomes the default limit when no default is given).
 APPLIED = ("default", "defaultRequest", "min", "max")
 POOL_KEYS = (names.POOL_LABEL, names.NODEPOOL_LABEL)
 PRIORITY_SET = re.compile(r"priority: (\d+)")
 CEILING = re.compile(r"object\.spec\.priority <= (\d+)")
+QUOTED = re.compile(r"'([^']*)'")
 
 
 def _is_gpu(resource: str) -> bool:
@@ -60,9 +60,10 @@ def _pod_security(namespace: Resource) -> Iterator[Finding]:
 
 
 def _limit_ranges(view: StackView, namespace: str) -> Iterator[Finding]:
-    for limit_range in sorted_by_name(view.of_type(LIMIT_RANGE)):
-        if limit_range.get("metadata", "namespace") != namespace:
-            continue
+    in_namespace = view.memo(
+        "limit-ranges-by-namespace", lambda: by_namespace(sorted_by_name(view.of_type(LIMIT_RANGE)))
+    )
+    for limit_range in in_namespace.get(namespace, ()):
         for index, limit in enumerate(limit_range.get("spec", "limits") or []):
             for field in APPLIED:
                 for resource in sorted((limit.get(field) or {}) if isinstance(limit, dict) else {}):
@@ -111,7 +112,7 @@ def _admission(view: StackView, namespace: Resource) -> Iterator[Finding]:
                 f"compare object.spec.priority with {tier}",
             )
     own = {pool.name for pool in pools_of_team(view, namespace)}
-    others = sorted({pool.name for pool in pools(view)} - own)
+    every_pool = view.memo("pool-names", lambda: frozenset(pool.name for pool in pools(view)))
     guards = [(p, e) for p, e in expressions if all(f"'{key}'" in e for key in POOL_KEYS)]
     if not guards:
         yield finding_about(
@@ -122,7 +123,7 @@ def _admission(view: StackView, namespace: Resource) -> Iterator[Finding]:
             fix,
         )
     for policy, expression in guards:
-        allowed = [name for name in others if f"'{name}'" in expression]
+        allowed = sorted(every_pool.intersection(QUOTED.findall(expression)) - own)
         if allowed:
             yield finding_about(
                 policy,
