@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from gpushare import compat, images, karpenter_api, names, pins
+from gpushare.eks import EKS_STORAGE_CLASSES
 from gpushare.errors import raise_at, repeats
 from gpushare.hami import SharingProfile
 
@@ -824,8 +825,8 @@ class MonitoringConfig(_Model):
     storage_class: str = Field(
         default="gp2",
         alias="storageClass",
-        pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$",
-        description="StorageClass of that volume (the stack installs the EBS CSI driver it needs)",
+        description="StorageClass of that volume: one EKS creates (gp2, provisioned by the EBS CSI driver the stack "
+        "installs); the stack creates no other",
     )
     existing_prometheus: ExistingPrometheusConfig | None = Field(
         default=None,
@@ -838,6 +839,17 @@ class MonitoringConfig(_Model):
         alias="alertReceiver",
         description="Where the stack's Alertmanager sends alerts (unset: nowhere, the chart's \"null\" receiver)",
     )
+
+    @field_validator("storage_class")
+    @classmethod
+    def _storage_class_exists(cls, value: str) -> str:
+        """A claim on a class nobody created stays Pending and Prometheus never starts (the pack refuses it too)."""
+        if value not in EKS_STORAGE_CLASSES:
+            raise ValueError(
+                f"{value!r} is no StorageClass the cluster has (EKS creates only {', '.join(EKS_STORAGE_CLASSES)}, "
+                f"the stack none); allowed: {', '.join(EKS_STORAGE_CLASSES)}"
+            )
+        return value
 
     @model_validator(mode="after")
     def _receiver_needs_own_alertmanager(self) -> MonitoringConfig:

@@ -20,6 +20,10 @@ from gpushare.files import read_yaml
 EKS_SUPPORT_PATH = Path(__file__).with_name("eks-support.yaml")
 # How long ahead of the end of standard support the policy pack warns: one quarter to plan an upgrade.
 WARN_AHEAD: Final = timedelta(days=90)
+# The only StorageClass EKS creates in a new cluster (EKS user guide, "Store Kubernetes volumes with Amazon EBS": gp2,
+# provisioned through the EBS CSI driver the stack installs). The stack creates none: a volume claim on any other
+# class stays Pending.
+EKS_STORAGE_CLASSES: Final = ("gp2",)
 
 
 class EksSupportError(UserError):

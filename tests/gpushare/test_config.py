@@ -225,6 +225,12 @@ BAD_CONFIG = [
         "gpushare:hami.mockDevicePluginImage: 'projecthami/mock-device-plugin' has no known HAMi compatibility",
     ),
     (
+        "storage class the cluster lacks",
+        _set("gpushare:monitoring", {"storageClass": "gp3"}),
+        "gpushare:monitoring.storageClass: 'gp3' is no StorageClass the cluster has (EKS creates only gp2, the stack "
+        "none); allowed: gp2",
+    ),
+    (
         "bad scheduler policy",
         _set("gpushare:hami.schedulerPolicy.node", "random"),
         "gpushare:hami.schedulerPolicy.node: Input should be 'binpack' or 'spread'",

@@ -5,14 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpushare import names
+from gpushare.eks import EKS_STORAGE_CLASSES
 
 from ..rule import Finding, Rule, finding
 from ..stack import StackView
 
 STORAGE_CLASS = "kubernetes:storage.k8s.io/v1:StorageClass"
-# The only StorageClass EKS creates in a new cluster (EKS user guide, "Store Kubernetes volumes with Amazon EBS":
-# gp2, provisioned through the EBS CSI driver the stack installs); any other must be created by the stack.
-EKS_STORAGE_CLASSES = ("gp2",)
 CLAIMS = {
     "Prometheus": ("prometheus", "prometheusSpec"),
     "Alertmanager": ("alertmanager", "alertmanagerSpec"),
