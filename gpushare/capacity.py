@@ -9,11 +9,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property, reduce
 from math import gcd
+from typing import TYPE_CHECKING
 
 from gpushare import names
 from gpushare.catalog import Catalog, load_catalog
-from gpushare.config import StackConfig
 from gpushare.hami import NodeCapacity, node_capacity
+
+if TYPE_CHECKING:  # the policy pack imports this module: it must not load the config schema it judges
+    from gpushare.config import StackConfig
 
 # Quota resources a team's pools supply (ResourceQuota keys are `requests.<name>`).
 QUOTA_RESOURCES = (names.GPU, names.GPU_MEMORY, names.GPU_CORES, names.GPU_SHARED)

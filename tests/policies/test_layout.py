@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import subprocess
 import sys
 from pathlib import Path
 
@@ -98,6 +99,25 @@ def test_the_pack_imports_only_gpushare_facts(path):
         parts = name.split(".")
         if level == 0 and parts[0] == "gpushare" and len(parts) > 1:
             assert parts[1] in FACT_MODULES, f"{path.name} imports {name}, which is no fact module"
+
+
+def test_importing_the_pack_loads_only_gpushare_facts():
+    """What the modules import at run time, indirect imports included (the static check above sees only the pack's
+    own lines); in a fresh interpreter, as this one holds whatever other tests imported."""
+    loaded = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, policies.gpushare_policies.pulumi_pack, policies.gpushare_policies.registry; "
+            "print(*sorted(sys.modules))",
+        ],
+        cwd=PACK.parent.parent,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    gpushare = {name.split(".")[1] for name in loaded if name.startswith("gpushare.")}
+    assert gpushare and gpushare <= FACT_MODULES, f"the pack loads {sorted(gpushare - FACT_MODULES)}"
 
 
 def test_findings_are_built_only_by_the_constructors():
