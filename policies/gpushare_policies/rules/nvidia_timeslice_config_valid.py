@@ -16,7 +16,7 @@ from ..stack import StackView
 def check_timeslice_config(view: StackView, _config: None) -> Iterator[Finding]:
     nvidia = NvidiaPlugin.of(view)
     if nvidia is None:
-        return  # nvidia-device-plugin-placement reports it
+        return  # device-plugins-per-pool reports it when a pool needs the plugin
     for config_name in sorted(nvidia.configs):
         for key, value, problem in nvidia.config_problems(config_name):
             yield finding(
