@@ -12,9 +12,9 @@ import pulumi_aws as aws
 import pulumi_eks as eks
 import pulumi_kubernetes as k8s
 
+from gpushare.aws_names import control_plane_log_group, ebs_csi_role_name, system_node_role_name
 from gpushare.config import ClusterConfig
 from gpushare.render import iam
-from gpushare.render.aws_names import control_plane_log_group, ebs_csi_role_name, system_node_role_name
 
 CONTROL_PLANE_LOGS = ["api", "audit", "authenticator", "controllerManager", "scheduler"]
 CLUSTER_ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"

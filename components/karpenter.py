@@ -14,13 +14,13 @@ import pulumi_kubernetes as k8s
 from components.cluster import Cluster
 from components.kube import declare_all, helm_release
 from gpushare import names
-from gpushare.render import iam
-from gpushare.render.aws_names import (
+from gpushare.aws_names import (
     controller_role_name,
     interruption_queue_name,
     interruption_rule_name,
     node_role_name,
 )
+from gpushare.render import iam
 from gpushare.render.stack import HelmRelease
 
 

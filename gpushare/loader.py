@@ -15,12 +15,12 @@ from typing import Annotated, Any
 from pydantic import TypeAdapter, ValidationError
 
 from gpushare import compat, eks, names, pins
+from gpushare.aws_names import node_role_name, system_node_role_name
 from gpushare.capacity import hami_budget_uncapped, limit_resource, pool_plans, total_supply
 from gpushare.catalog import Catalog, load_catalog
 from gpushare.config import CONFIG_KEYS, PROJECT, PoolConfig, StackConfig, TeamConfig, principal_key
 from gpushare.errors import ConfigError, ConfigErrors, Problems, all_errors, key_path
 from gpushare.hami import CapacityError, node_capacity
-from gpushare.render.aws_names import node_role_name, system_node_role_name
 
 
 def _config_key(loc: tuple[int | str, ...]) -> str:

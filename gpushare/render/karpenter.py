@@ -6,9 +6,9 @@ import re
 from typing import Any
 
 from gpushare import images, names
+from gpushare.aws_names import interruption_queue_name, node_role_name
 from gpushare.capacity import NodeShape, pool_plans
 from gpushare.config import PoolConfig, StackConfig
-from gpushare.render.aws_names import interruption_queue_name, node_role_name
 
 # GPU AMIs and ML images need room; the EC2NodeClass default root volume (20Gi) fills on the first pull.
 ROOT_VOLUME_SIZE = "200Gi"

@@ -1,5 +1,5 @@
 """Physical names of the AWS resources the stack names itself, each within its AWS limit for every cluster
-name the config accepts (tests/gpushare/render/test_aws_names.py checks them at the longest).
+name the config accepts (tests/gpushare/test_aws_names.py checks them at the longest).
 
 Limits: IAM role name 64 (IAM quotas), SQS queue name 80, EventBridge rule name 64, CloudWatch log group
 name 512. Resources the stack leaves Pulumi to auto-name (policies, keys) carry no name of ours.

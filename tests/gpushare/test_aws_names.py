@@ -6,8 +6,8 @@ import re
 
 import pytest
 
+from gpushare.aws_names import LIMITS, physical_names
 from gpushare.config import ClusterConfig, PoolConfig
-from gpushare.render.aws_names import LIMITS, physical_names
 from gpushare.render.iam import INTERRUPTION_EVENTS
 from gpushare.render.karpenter import node_pool_delete_timeout
 
