@@ -21,6 +21,7 @@ from gpushare.catalog import Catalog, load_catalog
 from gpushare.config import CONFIG_KEYS, PROJECT, PoolConfig, StackConfig, TeamConfig, principal_key
 from gpushare.errors import ConfigError, ConfigErrors, Problems, all_errors, key_path
 from gpushare.hami import CapacityError, node_capacity
+from gpushare.metrics import duration_seconds
 
 
 def _config_key(loc: tuple[int | str, ...]) -> str:
@@ -330,16 +331,13 @@ def _check_admission(config: StackConfig, index: int, team: TeamConfig) -> None:
     problems.raise_any()
 
 
-_RETENTION_UNIT_MINUTES = {"h": 60, "d": 1440, "w": 10080}
-
-
 def _check_alert_waits(config: StackConfig) -> None:
     """An alert that must hold longer than the stack's own Prometheus keeps samples restarts its wait from what is
     kept after every Prometheus restart: in practice it never fires."""
     monitoring = config.monitoring
     if not monitoring.enabled or monitoring.existing_prometheus is not None:
         return
-    kept = int(monitoring.retention[:-1]) * _RETENTION_UNIT_MINUTES[monitoring.retention[-1]]
+    kept = int(duration_seconds(monitoring.retention) or 0) // 60  # the schema's pattern makes it a duration
     errors = [
         ConfigError(
             f"{PROJECT}:monitoring.alerts.{field.alias}",

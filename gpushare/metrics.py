@@ -3,6 +3,7 @@ dashboard are written against it, and the policy pack checks any PrometheusRule 
 
 from __future__ import annotations
 
+import re
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,18 @@ import yaml
 from gpushare.files import SAFE_LOADER
 
 METRICS_PATH = Path(__file__).resolve().parent / "monitoring" / "metrics.yaml"
+# Prometheus' duration grammar (prometheus/common model.ParseDuration): units largest first, each at most once.
+_DURATION = re.compile(r"^(?:(\d+)y)?(?:(\d+)w)?(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?(?:(\d+)ms)?$")
+_UNITS = (365 * 86400, 7 * 86400, 86400, 3600, 60, 1, 0.001)
+
+
+def duration_seconds(duration: Any) -> float | None:
+    """A Prometheus duration (`15d`, `1h30m`) in seconds; None when it is not one. The config's retention check
+    and the pack's alert rules read durations with this one parser, so they cannot disagree."""
+    match = _DURATION.match(str(duration)) if duration else None
+    if match is None or not any(match.groups()):
+        return None
+    return sum(int(part) * unit for part, unit in zip(match.groups(), _UNITS, strict=True) if part)
 
 
 @cache

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
@@ -26,8 +25,6 @@ _WITHIN_INPUT = frozenset(
     {"label_replace", "label_join", "max_over_time", "min_over_time", "avg_over_time", "last_over_time", "sort"}
 )
 _WITHIN_AGGREGATE = frozenset({"max", "min", "avg", "topk", "bottomk", "quantile"})
-_DURATION = re.compile(r"^(?:(\d+)y)?(?:(\d+)w)?(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?(?:(\d+)ms)?$")
-_UNITS = (365 * 86400, 7 * 86400, 86400, 3600, 60, 1, 0.001)
 
 
 @dataclass(frozen=True)
@@ -77,14 +74,6 @@ def parse(expr: str) -> tuple[Any, str | None]:
         return pql.parse(expr), None
     except ValueError as error:
         return None, str(error)
-
-
-def seconds(duration: Any) -> float | None:
-    """A Prometheus duration (`15d`, `1h30m`) in seconds; None when it is not one."""
-    match = _DURATION.match(str(duration)) if duration else None
-    if match is None or not any(match.groups()):
-        return None
-    return sum(int(part) * unit for part, unit in zip(match.groups(), _UNITS, strict=True) if part)
 
 
 def duration(total: float) -> str:

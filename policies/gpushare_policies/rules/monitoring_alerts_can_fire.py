@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpushare import names
+from gpushare.metrics import duration_seconds
 
-from ..promql import alert_rules, dead_comparisons, duration, parse, seconds, windows
+from ..promql import alert_rules, dead_comparisons, duration, parse, windows
 from ..rule import Finding, Rule, finding_about
 from ..stack import StackView
 
@@ -27,7 +28,7 @@ def _retention(view: StackView) -> tuple[str, float] | None:
     if release is None:
         return None
     given = release.get("values", "prometheus", "prometheusSpec", "retention") or CHART_DEFAULT_RETENTION
-    kept = seconds(given)
+    kept = duration_seconds(given)
     return (str(given), kept) if kept is not None else None
 
 
@@ -54,7 +55,7 @@ def check_alerts_can_fire(view: StackView, _config: None) -> Iterator[Finding]:
         if retention is None:
             continue
         given, kept = retention
-        waits = [("for", rule.for_, seconds(rule.for_), _FOR)] if rule.for_ else []
+        waits = [("for", rule.for_, duration_seconds(rule.for_), _FOR)] if rule.for_ else []
         waits += [("a range of", duration(w), w, _RANGE) for w in windows(tree)]
         for what, shown, wait, effect in waits:
             if wait is not None and wait > kept:
