@@ -121,6 +121,11 @@ MONITORING_NAMESPACE: Final = "monitoring"
 MONITORING_RELEASE: Final = "kube-prometheus-stack"
 DCGM_RELEASE: Final = "dcgm-exporter"
 WEBUI_RELEASE: Final = "hami-webui"
+# HAMi-WebUI chart 1.1.0 (templates/service.yaml, deployment.yaml): Service `<fullname>` (`hami-webui` for our
+# release name) port `metrics` -> the backend's containerPort 8000, labels app.kubernetes.io/{name,instance} and
+# component `hami-webui`. The backend computes the `hami_*` series every WebUI page queries when /metrics is
+# scraped (server/internal/exporter at v1.1.0): unscraped, the WebUI shows no data.
+WEBUI_METRICS_PORT: Final = "metrics"
 MONITORING_API: Final = "monitoring.coreos.com/v1"
 
 # Namespaces no team may be named after: the ones the stack's own releases and objects live in, and those

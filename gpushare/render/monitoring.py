@@ -80,11 +80,6 @@ KARPENTER_METRICS_PORT: Final = "http-metrics"
 # `<fullname>-device-plugin-monitor` port `monitorport` -> 9394 (charts/hami/templates/*/[monitor]service.yaml).
 HAMI_SCHEDULER_METRICS_PORT: Final = "monitor"
 HAMI_MONITOR_METRICS_PORT: Final = "monitorport"
-# HAMi-WebUI chart 1.1.0 (templates/service.yaml, deployment.yaml): Service `<fullname>` (`hami-webui` for our
-# release name) port `metrics` -> the backend's containerPort 8000, labels app.kubernetes.io/{name,instance} and
-# component `hami-webui`. The backend computes the `hami_*` series every WebUI page queries when /metrics is
-# scraped (server/internal/exporter at v1.1.0): unscraped, the WebUI shows no data.
-WEBUI_METRICS_PORT: Final = "metrics"
 
 
 @cache
@@ -399,7 +394,7 @@ def service_monitors(config: StackConfig) -> list[dict[str, Any]]:
                 "app.kubernetes.io/name": names.WEBUI_CHART,
                 "app.kubernetes.io/component": names.WEBUI_CHART,
             },
-            WEBUI_METRICS_PORT,
+            names.WEBUI_METRICS_PORT,
             relabelings=(),
         ),
     ]

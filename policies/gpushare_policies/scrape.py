@@ -23,7 +23,6 @@ from gpushare import names
 from .stack import Resource, StackView
 
 WEBUI_BACKEND = "HAMi-WebUI backend"
-WEBUI_METRICS_PORT = "metrics"
 
 
 @dataclass(frozen=True)
@@ -94,7 +93,7 @@ def chart_services(view: StackView) -> list[ChartService]:
                 WEBUI_BACKEND,
                 str(release.get("namespace") or "default"),
                 {"app.kubernetes.io/component": "hami-webui", **_chart_labels(release, names.WEBUI_CHART)},
-                ("http", WEBUI_METRICS_PORT),
+                ("http", names.WEBUI_METRICS_PORT),
             )
         )
     return services

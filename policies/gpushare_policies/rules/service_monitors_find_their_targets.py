@@ -9,7 +9,7 @@ from typing import Any
 from gpushare import names
 
 from ..rule import Finding, Rule, finding, finding_about
-from ..scrape import WEBUI_BACKEND, WEBUI_METRICS_PORT, ChartService, chart_services
+from ..scrape import WEBUI_BACKEND, ChartService, chart_services
 from ..selectors import selects
 from ..stack import Resource, StackView, sorted_by_name
 
@@ -74,12 +74,12 @@ def check_service_monitor_targets(view: StackView, _config: None) -> Iterator[Fi
                     f"name one of {', '.join(sorted(ports))}",
                 )
     for service in services:
-        if service.component == WEBUI_BACKEND and (id(service), WEBUI_METRICS_PORT) not in scraped:
+        if service.component == WEBUI_BACKEND and (id(service), names.WEBUI_METRICS_PORT) not in scraped:
             yield finding_about(
                 service.release,
-                f"no ServiceMonitor scrapes port {WEBUI_METRICS_PORT} of the WebUI's Service, whose /metrics computes "
-                "the hami_* series every WebUI page queries: the WebUI shows no data",
-                f"declare a ServiceMonitor for that Service in {service.namespace}, port {WEBUI_METRICS_PORT}",
+                f"no ServiceMonitor scrapes port {names.WEBUI_METRICS_PORT} of the WebUI's Service, whose /metrics "
+                "computes the hami_* series every WebUI page queries: the WebUI shows no data",
+                f"declare a ServiceMonitor for that Service in {service.namespace}, port {names.WEBUI_METRICS_PORT}",
             )
 
 
