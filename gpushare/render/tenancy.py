@@ -197,6 +197,31 @@ def _mutating_policy(
     ]
 
 
+def _validating_policy(team: TeamConfig, purpose: str, validations: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A policy refusing the team's pod creations that fail any of `validations`, and its Deny binding.
+
+    Fails closed (failurePolicy Fail): a check that cannot run must not let the pod past the limit it guards."""
+    name = f"gpushare-{team.name}-{purpose}"
+    return [
+        {
+            "apiVersion": ADMISSION_API,
+            "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": name, "labels": {names.TEAM_LABEL: team.name}},
+            "spec": {"failurePolicy": "Fail", "matchConstraints": _pod_creates(team), "validations": validations},
+        },
+        {
+            "apiVersion": ADMISSION_API,
+            "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": name, "labels": {names.TEAM_LABEL: team.name}},
+            "spec": {
+                "policyName": name,
+                "validationActions": ["Deny"],
+                "matchResources": {"namespaceSelector": namespace_selector(team)},
+            },
+        },
+    ]
+
+
 def mutating_policies(config: StackConfig, team: TeamConfig) -> list[dict[str, Any]]:
     """Scheduler policy (GPU pods without their own annotation), priority (GPU pods without their own class)
     and spot (GPU pods of spot-only teams), each a policy + binding; none where the cluster lacks the GA API.
@@ -290,36 +315,18 @@ def per_gpu_limit_policy(config: StackConfig, team: TeamConfig) -> list[dict[str
         reasons[names.GPU_SHARED] = "replicas of one GPU add no compute and the NVIDIA device plugin refuses more"
     if not limits:
         return []
-    name = f"gpushare-{team.name}-per-gpu-limit"
-    return [
-        {
-            "apiVersion": ADMISSION_API,
-            "kind": "ValidatingAdmissionPolicy",
-            "metadata": {"name": name, "labels": {names.TEAM_LABEL: team.name}},
-            "spec": {
-                "failurePolicy": "Fail",
-                "matchConstraints": _pod_creates(team),
-                "validations": [
-                    {
-                        "expression": _within(resource, limit),
-                        "message": f"{resource} per container must be at most {limit}: {reasons[resource]}",
-                        "reason": "Invalid",
-                    }
-                    for resource, limit in limits.items()
-                ],
-            },
-        },
-        {
-            "apiVersion": ADMISSION_API,
-            "kind": "ValidatingAdmissionPolicyBinding",
-            "metadata": {"name": name, "labels": {names.TEAM_LABEL: team.name}},
-            "spec": {
-                "policyName": name,
-                "validationActions": ["Deny"],
-                "matchResources": {"namespaceSelector": namespace_selector(team)},
-            },
-        },
-    ]
+    return _validating_policy(
+        team,
+        "per-gpu-limit",
+        [
+            {
+                "expression": _within(resource, limit),
+                "message": f"{resource} per container must be at most {limit}: {reasons[resource]}",
+                "reason": "Invalid",
+            }
+            for resource, limit in limits.items()
+        ],
+    )
 
 
 # Node labels a pod can select a GPU pool by: gpushare's own and the one Karpenter puts on every node it launches.
@@ -372,47 +379,29 @@ def isolation_policy(team: TeamConfig) -> list[dict[str, Any]]:
     HAMi pool), so without it a team selects another team's pool and fills it; a GPU pod must select a pool, or
     Karpenter may put it on any pool whose taint it tolerates."""
     value, _ = PRIORITIES[team.priority]
-    name = f"gpushare-{team.name}-isolation"
     pools = ", ".join(team.pools)
-    return [
-        {
-            "apiVersion": ADMISSION_API,
-            "kind": "ValidatingAdmissionPolicy",
-            "metadata": {"name": name, "labels": {names.TEAM_LABEL: team.name}},
-            "spec": {
-                "failurePolicy": "Fail",
-                "matchConstraints": _pod_creates(team),
-                "validations": [
-                    {
-                        "expression": f"!has(object.spec.priority) || object.spec.priority <= {value}",
-                        "message": f"priority must be at most {value}, the {team.priority} tier of team "
-                        f"{team.name}: use priorityClassName {priority_class_name(team.priority)} or a lower class, "
-                        "or none",
-                        "reason": "Forbidden",
-                    },
-                    {
-                        "expression": _pool_selectors_within(team.pools),
-                        "message": f"{' and '.join(POOL_SELECTOR_KEYS)} may select only pools of team {team.name} "
-                        f"({pools}), in nodeSelector or with operator In in required node affinity",
-                        "reason": "Forbidden",
-                    },
-                    {
-                        "expression": _selects_a_pool(team.pools),
-                        "message": f"a pod asking GPUs must select its pool, one of team {team.name}'s ({pools}): "
-                        f"nodeSelector {names.POOL_LABEL}: <pool>",
-                        "reason": "Forbidden",
-                    },
-                ],
+    return _validating_policy(
+        team,
+        "isolation",
+        [
+            {
+                "expression": f"!has(object.spec.priority) || object.spec.priority <= {value}",
+                "message": f"priority must be at most {value}, the {team.priority} tier of team "
+                f"{team.name}: use priorityClassName {priority_class_name(team.priority)} or a lower class, "
+                "or none",
+                "reason": "Forbidden",
             },
-        },
-        {
-            "apiVersion": ADMISSION_API,
-            "kind": "ValidatingAdmissionPolicyBinding",
-            "metadata": {"name": name, "labels": {names.TEAM_LABEL: team.name}},
-            "spec": {
-                "policyName": name,
-                "validationActions": ["Deny"],
-                "matchResources": {"namespaceSelector": namespace_selector(team)},
+            {
+                "expression": _pool_selectors_within(team.pools),
+                "message": f"{' and '.join(POOL_SELECTOR_KEYS)} may select only pools of team {team.name} "
+                f"({pools}), in nodeSelector or with operator In in required node affinity",
+                "reason": "Forbidden",
             },
-        },
-    ]
+            {
+                "expression": _selects_a_pool(team.pools),
+                "message": f"a pod asking GPUs must select its pool, one of team {team.name}'s ({pools}): "
+                f"nodeSelector {names.POOL_LABEL}: <pool>",
+                "reason": "Forbidden",
+            },
+        ],
+    )
