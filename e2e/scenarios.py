@@ -7,7 +7,6 @@ deleted, nodes consolidated or removed) and returns a `Result`; an assertion tha
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 import time
@@ -177,20 +176,18 @@ def gpu_deployment(
     shared: bool = False,
     gpu: bool = True,
 ) -> dict[str, Any]:
-    """A Deployment of pause containers asking HAMi resources (names from the HAMi release's values; `cores` and
-    `mem_mib` only when given), with `shared` one time-sliced GPU replica instead, or without `gpu` no GPU at all
-    (but the pool's toleration)."""
+    """A Deployment of pause containers asking HAMi resources (names from the HAMi release's values), with
+    `shared` one time-sliced GPU replica instead, or without `gpu` no GPU at all (but the pool's toleration)."""
     if not gpu:
         limits = {}
     elif shared:
         limits = {names.GPU_SHARED: "1"}
     else:
-        asked = {
-            ctx.hami.resource_name: vgpu.get("gpu", 1),
-            ctx.hami.resource_cores: vgpu.get("cores"),
-            ctx.hami.resource_mem: vgpu.get("mem_mib"),
+        limits = {
+            ctx.hami.resource_name: str(vgpu.get("gpu", 1)),
+            ctx.hami.resource_cores: str(vgpu["cores"]),
+            ctx.hami.resource_mem: str(vgpu["mem_mib"]),
         }
-        limits = {name: str(value) for name, value in asked.items() if value is not None}
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -1130,23 +1127,21 @@ def disruption_budget(ctx: Context, stack: str, team: str) -> Result:
     )
 
 
-# How long a pod HAMi's quota held must stay held (it is filtered again on every retry and node change).
-QUOTA_HELD_S = 30
-
-
 def quota_refuses(ctx: Context, stack: str, team: str) -> Result:
-    """A pod beyond the team's ResourceQuota is refused by the API server itself: it asks one vGPU more than the
-    quota's requests.nvidia.com/gpu, with small per-GPU requests so the per-GPU limit lets it through. Then the
-    budget Kubernetes cannot count: HAMi's own quota (limits.nvidia.com/gpumem) holds back whole-GPU pods."""
+    """A pod beyond the team's ResourceQuota is refused by the API server itself. It asks one vGPU more than
+    the quota's requests.nvidia.com/gpu, one per container (the per-GPU limit allows a container no more vGPUs than
+    a node of the team has GPUs) with small per-GPU requests, so only the quota can refuse it."""
     [quota] = [q for q in ctx.plans[stack].of_kind("ResourceQuota") if q["metadata"]["namespace"] == team]
     hard_vgpus = int(quota["spec"]["hard"][f"requests.{ctx.hami.resource_name}"])
     pool = _team_pool(ctx, team, stack)
-    template = gpu_deployment(ctx, "over-quota", team, pool, 1, {"gpu": hard_vgpus + 1, "cores": 1, "mem_mib": 1})
+    template = gpu_deployment(ctx, "over-quota", team, pool, 1, {"cores": 1, "mem_mib": 1})["spec"]["template"]
+    [container] = template["spec"]["containers"]
+    template["spec"]["containers"] = [{**container, "name": f"server-{i}"} for i in range(hard_vgpus + 1)]
     pod = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": "over-quota", "namespace": team},
-        "spec": template["spec"]["template"]["spec"],
+        "spec": template["spec"],
     }
     asked = f"{hard_vgpus + 1} vGPUs (quota {hard_vgpus})"
     try:
@@ -1154,57 +1149,9 @@ def quota_refuses(ctx: Context, stack: str, team: str) -> Result:
     except KubectlError as error:
         if "exceeded quota" not in str(error):
             raise ScenarioFailure(f"refused, but not by the quota: {error}") from None
-    else:
-        ctx.kubectl.delete([pod])
-        raise ScenarioFailure(f"a pod asking {asked} was admitted")
-    held = _hami_quota_holds(ctx, stack, quota, pool)
-    return Result(
-        "quota",
-        True,
-        f"a pod asking {asked} refused: exceeded quota; pods asking only {ctx.hami.resource_name}: 1 (a whole GPU's "
-        f"memory, which Kubernetes' quota cannot count): HAMi placed {held['placed']} within "
-        f"limits.{ctx.hami.resource_mem} {held['budget_mib']} MiB and held the next ({held['refusal']})",
-        {"quota_vgpus": hard_vgpus, **held},
-    )
-
-
-def _hami_quota_holds(ctx: Context, stack: str, quota: dict[str, Any], pool: str) -> dict[str, Any]:
-    """Whole-GPU pods (only nvidia.com/gpu; HAMi's webhook adds gpucores 100) beyond the team's GPU-memory budget:
-    Kubernetes counts no memory for them, so with its core keys opened for the part only HAMi's quota
-    (limits.nvidia.com/gpumem, charged a whole GPU each) stands between the team and more memory than its budget.
-    Expects HAMi to place as many as the budget holds and refuse the next with ResourceQuotaNotFit."""
-    team = quota["metadata"]["namespace"]
-    hard = quota["spec"]["hard"]
-    budget_mib = int(hard[f"limits.{ctx.hami.resource_mem}"])
-    [gpu_mib] = {
-        ctx.catalog.gpu_model_of(ctx.catalog.instance_type(t)).nvml_memory_mib
-        for t in ctx.plans[stack].pool_instance_types()[pool]
-    }
-    fits = budget_mib // gpu_mib
-    cores_open = copy.deepcopy(quota)
-    for key in (f"requests.{ctx.hami.resource_cores}", f"limits.{ctx.hami.resource_cores}"):
-        cores_open["spec"]["hard"][key] = str(100 * (fits + 1))
-    whole_gpus = gpu_deployment(ctx, "whole-gpu", team, pool, fits + 1, {"gpu": 1})
-    ctx.kubectl.apply([cores_open])
-    try:
-        ctx.kubectl.apply([whole_gpus])
-        _wait(
-            f"{fits} whole-GPU pods placed by HAMi and the next held by its quota",
-            lambda: (
-                len(_bound(_pods(ctx, team, "whole-gpu"))) == fits
-                and any("ResourceQuotaNotFit" in e for e in _events(ctx, team, about="whole-gpu"))
-            ),
-        )
-        time.sleep(QUOTA_HELD_S)
-        pods = _pods(ctx, team, "whole-gpu")
-        if len(_bound(pods)) != fits:
-            raise ScenarioFailure(f"HAMi placed {len(_bound(pods))} whole-GPU pods, its quota holds {fits}")
-        refusal = next(e for e in _events(ctx, team, about="whole-gpu") if "ResourceQuotaNotFit" in e)
-    finally:
-        ctx.kubectl.delete([whole_gpus])
-        ctx.kubectl.apply([quota])
-    _wait("every NodeClaim consolidated away", lambda: not nodeclaims(ctx), 240)
-    return {"budget_mib": budget_mib, "gpu_mib": gpu_mib, "placed": fits, "refusal": refusal}
+        return Result("quota", True, f"a pod asking {asked} refused: exceeded quota", {"quota_vgpus": hard_vgpus})
+    ctx.kubectl.delete([pod])
+    raise ScenarioFailure(f"a pod asking {asked} was admitted")
 
 
 def diagnostics(ctx: Context, namespaces: list[str]) -> list[str]:

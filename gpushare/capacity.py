@@ -20,57 +20,6 @@ if TYPE_CHECKING:  # the policy pack imports this module: it must not load the c
 
 # Quota resources a team's pools supply (ResourceQuota keys are `requests.<name>`).
 QUOTA_RESOURCES = (names.GPU, names.GPU_MEMORY, names.GPU_CORES, names.GPU_SHARED)
-# Budgets HAMi's scheduler enforces itself (HAMi v2.8.3 pkg/device/quota.go): it reads ResourceQuota keys
-# `limits.<memory or core resource>` (AddQuota) and, for every GPU it picks for a vGPU, refuses the placement when
-# the namespace's charge would pass them (FitQuota from the NVIDIA Fit). It charges what it hands out, per vGPU:
-# the MiB taken on that GPU (stated gpumem; gpumem-percentage of that GPU; the whole GPU when neither is stated,
-# defaultMemory 0) and the cores (stated gpucores, or the 100 its webhook adds to whole-GPU requests). Kubernetes
-# counts only a container's stated `requests.<name>`, once per container: the memory of a whole-GPU or percentage
-# request and every extra vGPU of a container escape it. A HAMi limit of 0 is no cap at all (FitQuota skips it).
-HAMI_QUOTA_RESOURCES = (names.GPU_MEMORY, names.GPU_CORES)
-
-
-def kubernetes_quota_key(resource: str) -> str:
-    """The ResourceQuota key Kubernetes enforces for an extended resource (pkg/quota/v1/evaluator/core/pods.go)."""
-    return f"requests.{resource}"
-
-
-def hami_quota_key(resource: str) -> str:
-    """The ResourceQuota key HAMi's scheduler enforces for a resource of HAMI_QUOTA_RESOURCES."""
-    return f"limits.{resource}"
-
-
-def hami_budget_uncapped(value: int) -> bool:
-    """Whether HAMi reads a budget as no cap: FitQuota only compares a non-zero limit."""
-    return value <= 0
-
-
-def after_hami_webhook(asked: Mapping[str, int]) -> dict[str, int]:
-    """A container's HAMi resources as HAMi 2.8.3's webhook leaves them: a whole-GPU request (gpumem-percentage
-    100, or no gpumem-percentage and no gpumem) without gpucores gets gpucores 100 (pkg/device/nvidia/device.go
-    defaultExclusiveCoreIfNeeded), as a limit, which the API server's defaulting after the webhook copies into the
-    requests Kubernetes' quota counts."""
-    result = dict(asked)
-    if names.GPU_MEMORY_PERCENTAGE in asked:
-        whole_gpu = asked[names.GPU_MEMORY_PERCENTAGE] == 100
-    else:
-        whole_gpu = names.GPU_MEMORY not in asked
-    if names.GPU in asked and names.GPU_CORES not in asked and whole_gpu:
-        result[names.GPU_CORES] = 100
-    return result
-
-
-def hami_charge(asked: Mapping[str, int], gpu_memory_mib: int) -> dict[str, int]:
-    """What HAMi 2.8.3 charges a namespace for one container (resources after its webhook) placed on GPUs of
-    `gpu_memory_mib` registered MiB: per vGPU the memory it takes on its GPU (gpumem, else gpumem-percentage of the
-    GPU, else the whole GPU: defaultMemory 0) and the cores (gpucores, else 0: defaultCores). pkg/device/nvidia/
-    device.go GenerateResourceRequests and Fit."""
-    vgpus = asked.get(names.GPU, 0)
-    if names.GPU_MEMORY in asked:
-        memory = asked[names.GPU_MEMORY]
-    else:
-        memory = gpu_memory_mib * asked.get(names.GPU_MEMORY_PERCENTAGE, 100) // 100
-    return {names.GPU_MEMORY: vgpus * memory, names.GPU_CORES: vgpus * asked.get(names.GPU_CORES, 0)}
 
 
 @dataclass(frozen=True)

@@ -626,18 +626,9 @@ class QuotaConfig(_Model):
     gpus: int = Field(
         ge=0, description="requests.nvidia.com/gpu: vGPUs on shared pools plus whole GPUs on exclusive ones"
     )
-    gpu_memory_mib: int = Field(
-        default=0,
-        alias="gpuMemoryMib",
-        ge=0,
-        description="requests.nvidia.com/gpumem and HAMi's limits.nvidia.com/gpumem, in MiB; at least 1 on HAMi pools",
-    )
+    gpu_memory_mib: int = Field(default=0, alias="gpuMemoryMib", ge=0, description="requests.nvidia.com/gpumem, in MiB")
     gpu_cores: int = Field(
-        default=0,
-        alias="gpuCores",
-        ge=0,
-        description="requests.nvidia.com/gpucores and HAMi's limits.nvidia.com/gpucores, percent of a GPU summed; at "
-        "least 1 on HAMi pools",
+        default=0, alias="gpuCores", ge=0, description="requests.nvidia.com/gpucores, percent of a GPU summed"
     )
     shared_gpus: int = Field(
         default=0,

@@ -16,7 +16,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from gpushare import compat, eks, names, pins
 from gpushare.aws_names import node_role_name, system_node_role_name
-from gpushare.capacity import hami_budget_uncapped, limit_resource, pool_plans, total_supply
+from gpushare.capacity import limit_resource, pool_plans, total_supply
 from gpushare.catalog import Catalog, load_catalog
 from gpushare.config import CONFIG_KEYS, PROJECT, PoolConfig, StackConfig, TeamConfig, principal_key
 from gpushare.errors import ConfigError, ConfigErrors, Problems, all_errors, key_path
@@ -164,7 +164,6 @@ def _check_teams(config: StackConfig, pools_valid: bool, cluster_valid: bool) ->
         if pools_valid and not unknown:
             problems.check(_check_quota, config, i, team)
             problems.check(_check_quota_admits_pools, config, i, team)
-            problems.check(_check_hami_budgets, config, i, team)
             if cluster_valid:
                 problems.check(_check_admission, config, i, team)
     problems.check(_check_alert_waits, config)
@@ -367,26 +366,6 @@ def _check_quota_admits_pools(config: StackConfig, index: int, team: TeamConfig)
             "drop those pools from the team",
         )
         for field, pools in unusable.items()
-    ]
-    if errors:
-        raise ConfigErrors(errors)
-
-
-def _check_hami_budgets(config: StackConfig, index: int, team: TeamConfig) -> None:
-    """A team on HAMi pools needs memory and core budgets HAMi can enforce: HAMi reads 0 as no cap, and Kubernetes
-    alone misses what HAMi charges beyond a container's stated requests (capacity.HAMI_QUOTA_RESOURCES)."""
-    if all(config.pool(name).sharing != names.SHARING_HAMI for name in team.pools):
-        return
-    budgets = {"gpuMemoryMib": team.quota.gpu_memory_mib, "gpuCores": team.quota.gpu_cores}
-    errors = [
-        ConfigError(
-            f"{PROJECT}:teams[{index}].quota.{field}",
-            f"{value} leaves the team's HAMi pods uncapped (HAMi's own quota reads 0 as no limit, and Kubernetes "
-            "alone misses whole-GPU, gpumem-percentage and multi-vGPU requests); allowed: at least 1 on teams with "
-            "HAMi pools",
-        )
-        for field, value in budgets.items()
-        if hami_budget_uncapped(value)
     ]
     if errors:
         raise ConfigErrors(errors)

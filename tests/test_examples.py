@@ -9,14 +9,7 @@ import pytest
 import yaml
 
 from gpushare import names
-from gpushare.capacity import (
-    after_hami_webhook,
-    hami_charge,
-    hami_quota_key,
-    kubernetes_quota_key,
-    per_gpu_limits,
-    pool_plans,
-)
+from gpushare.capacity import per_gpu_limits, pool_plans
 from gpushare.render import tenancy
 from tests.conftest import ROOT
 
@@ -86,23 +79,14 @@ def test_requests_fit_one_gpu_of_the_pool_and_have_quota_keys(workload, rendered
                 assert f"requests.{resource}" in quota
 
 
-def test_all_examples_together_fit_each_team_quota(rendered, dev):
-    """Within what Kubernetes counts (the stated requests, HAMi's webhook's cores among them) and what HAMi charges
-    (whole-GPU and percentage requests on the pool's largest GPU, every vGPU)."""
+def test_all_examples_together_fit_each_team_quota(rendered):
     used: dict[str, Counter[str]] = {}
     for param in WORKLOADS:
         workload = param.values[0]
         total = used.setdefault(workload["metadata"]["namespace"], Counter())
-        plan = pool_plans(dev)[workload["spec"]["template"]["spec"]["nodeSelector"][names.POOL_LABEL]]
         for limits in _limits(workload):
-            asked = {resource: int(amount) for resource, amount in limits.items()}
-            if plan.sharing == names.SHARING_HAMI:
-                asked = after_hami_webhook(asked)
-                charged = hami_charge(asked, per_gpu_limits(plan.capacities)[names.GPU_MEMORY])
-                for resource, amount in charged.items():
-                    total[hami_quota_key(resource)] += amount * _pods(workload)
-            for resource, amount in asked.items():
-                total[kubernetes_quota_key(resource)] += amount * _pods(workload)
+            for resource, amount in limits.items():
+                total[f"requests.{resource}"] += int(amount) * _pods(workload)
     for namespace, total in used.items():
         hard = rendered[("ResourceQuota", f"{namespace}-gpu")]["spec"]["hard"]
         assert all(total[key] <= int(limit) for key, limit in hard.items()), (namespace, total, hard)

@@ -3,9 +3,6 @@
 each matchCondition, ApplyConfiguration mutation and validation exactly as the API server does, and merges
 the apply configurations into the pod with the Pod schema. Needs Go; without it: one line, exit 2.
 
-The request styles (`request_styles`) are stated as HAMi's webhook leaves them (gpucores 100 on whole-GPU
-requests); what Kubernetes' quota counts and what HAMi charges for each is checked against the team's quota.
-
 Each case states the pod as it reaches MutatingAdmissionPolicy: the Priority plugin has already run
 (priority 0, PreemptLowerPriority when the pod named no class), so the policy must overwrite both.
 """
@@ -19,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from gpushare import capacity, names
+from gpushare import names
 from gpushare.config import StackConfig
 from gpushare.loader import load_stack_config
 from gpushare.render import tenancy
@@ -65,53 +62,6 @@ def run(config: StackConfig, team: str, pods: list[dict[str, Any]]) -> list[dict
 def check(label: str, actual: Any, expected: Any, failures: list[str]) -> None:
     if actual != expected:
         failures.append(f"{label}: got {actual!r}, want {expected!r}")
-
-
-# The request styles README "Using shared GPUs" documents, as a container states them.
-REQUEST_STYLES = {
-    "gpumem": {names.GPU: 1, names.GPU_MEMORY: 4000},
-    "gpumem + gpucores": {names.GPU: 1, names.GPU_MEMORY: 4000, names.GPU_CORES: 30},
-    "gpumem-percentage": {names.GPU: 1, names.GPU_MEMORY_PERCENTAGE: 50},
-    "gpumem-percentage 100": {names.GPU: 1, names.GPU_MEMORY_PERCENTAGE: 100},
-    "gpumem-percentage + gpucores": {names.GPU: 1, names.GPU_MEMORY_PERCENTAGE: 50, names.GPU_CORES: 20},
-    "gpu only (a whole GPU)": {names.GPU: 1},
-    "gpu + gpucores": {names.GPU: 1, names.GPU_CORES: 40},
-}
-
-
-def request_styles(config: StackConfig) -> list[str]:
-    """Every documented request style, as HAMi's webhook leaves it, passes the team policies, and each MiB and core
-    HAMi charges for it is capped: by Kubernetes' `requests.*` key where the pod states it (limits become
-    requests by the API server's defaulting), else by HAMi's own `limits.*` key with the same non-zero budget."""
-    team = next(t for t in config.teams if t.name == "inference")
-    plan = capacity.pool_plans(config)[team.pools[0]]
-    gpu_mib = capacity.per_gpu_limits(plan.capacities)[names.GPU_MEMORY]
-    hard = tenancy.quota_hard(config, team)
-    stated = {style: capacity.after_hami_webhook(asked) for style, asked in REQUEST_STYLES.items()}
-    own_pool = {names.POOL_LABEL: plan.name}
-    results = run(
-        config,
-        team.name,
-        [pod(team.name, {r: str(v) for r, v in asked.items()}, nodeSelector=own_pool) for asked in stated.values()],
-    )
-    failures: list[str] = []
-    for (style, asked), result in zip(stated.items(), results, strict=True):
-        check(f"{style}: admitted", result["denied"], [], failures)
-        check(f"{style}: tier set", result["pod"]["spec"].get("priorityClassName"), "gpushare-critical", failures)
-        charged = capacity.hami_charge(asked, gpu_mib)
-        for resource in capacity.HAMI_QUOTA_RESOURCES:
-            counted = asked.get(resource, 0)
-            budget = hard.get(capacity.hami_quota_key(resource))
-            capped = charged[resource] <= counted or (
-                budget == hard[capacity.kubernetes_quota_key(resource)]
-                and not capacity.hami_budget_uncapped(int(budget))
-            )
-            check(f"{style}: {resource} charged {charged[resource]}, counted {counted}, capped", capped, True, failures)
-        print(
-            f"{style:30} Kubernetes counts {asked.get(names.GPU_MEMORY, 0):>5} MiB {asked.get(names.GPU_CORES, 0):>3} "
-            f"cores; HAMi charges {charged[names.GPU_MEMORY]:>5} MiB {charged[names.GPU_CORES]:>3} cores"
-        )
-    return failures
 
 
 def main() -> int:
@@ -236,7 +186,6 @@ def main() -> int:
     )
     spot = {names.CAPACITY_TYPE_LABEL: "spot"}
     check("spot added without a nodeSelector", no_selector["pod"]["spec"].get("nodeSelector"), spot, failures)
-    failures += request_styles(dev)
     for failure in failures:
         print(f"FAIL {failure}")
     print(f"admission: {'all cases pass' if not failures else f'{len(failures)} failing'}")

@@ -105,19 +105,6 @@ def _unplaced_by_hami(config: StackConfig, minutes: int) -> str:
     return f"max by (namespace, name) ({pods}) > {minutes * 60}"
 
 
-def _charged_by_hami(config: StackConfig) -> str:
-    """Percent of each HAMi budget (`limits.nvidia.com/gpumem|gpucores`) a team's placed vGPUs are charged: HAMi's
-    own `QuotaUsed` (cmd/scheduler/metrics.go, labels quotanamespace and quotaName, MiB and cores as HAMi charges
-    them: whole-GPU and percentage requests, every vGPU), over the hard value kube-state-metrics reports. Kubernetes'
-    `used` for these keys counts nothing (its quota ignores `limits.` keys of extended resources)."""
-    used = f'QuotaUsed{{quotanamespace=~"{_hami_team_namespaces(config)}"}}'
-    used = f'label_replace({used}, "namespace", "$1", "quotanamespace", "(.+)")'
-    used = f'label_replace({used}, "resource", "limits.$1", "quotaName", "(.+)")'
-    hard = 'kube_resourcequota{type="hard", resource=~"limits.nvidia.com/.+"} > 0'
-    by = "max by (namespace, resource)"
-    return f"100 * {by} ({used}) / on (namespace, resource) {by} ({hard})"
-
-
 def alerts(config: StackConfig) -> list[Alert]:
     """The GPU alerts, thresholds from config; README "Seeing your GPUs" has a runbook line for each."""
     t = config.monitoring.alerts
@@ -129,10 +116,10 @@ def alerts(config: StackConfig) -> list[Alert]:
         f" < {t.node_idle_utilization_percent})"
     )
     quota = (
-        f'(100 * kube_resourcequota{{type="used", resource=~"requests.nvidia.com/.+", '
+        f'100 * kube_resourcequota{{type="used", resource=~"requests.nvidia.com/.+", '
         f'namespace=~"{_team_namespaces(config)}"}}'
         f' / on (namespace, resourcequota, resource) (kube_resourcequota{{type="hard"}} > 0)'
-        f" > {t.quota_use_percent}) or ({_charged_by_hami(config)} > {t.quota_use_percent})"
+        f" > {t.quota_use_percent}"
     )
     return [
         Alert(
@@ -178,10 +165,7 @@ def alerts(config: StackConfig) -> list[Alert]:
             5,
             f"Team {{{{ $labels.namespace }}}} uses over {t.quota_use_percent}% of its "
             "{{ $labels.resource }} quota",
-            "kubectl -n TEAM describe resourcequota (requests.*: what the team's pods state; limits.nvidia.com/"
-            "gpumem and gpucores: what HAMi charges its placed vGPUs, whole-GPU and percentage requests included, "
-            "checked by hami-scheduler, not in that Used column): free vGPUs or raise the team's quota in "
-            "gpushare:teams",
+            "kubectl -n TEAM describe resourcequota: free vGPUs or raise the team's quota in gpushare:teams",
         ),
         Alert(
             "HamiSchedulerDown",

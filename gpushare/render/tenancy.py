@@ -1,6 +1,5 @@
-"""Per team: Namespace, ResourceQuota on GPU resources (Kubernetes' keys and HAMi's own), LimitRange, and the
-admission policies that apply the team's scheduler policy, priority and spot restriction to its pods and refuse
-requests no single GPU can hold.
+"""Per team: Namespace, ResourceQuota on HAMi resources, LimitRange, and the admission policies that apply the
+team's scheduler policy, priority and spot restriction to its pods and refuse requests no single GPU can hold.
 
 Admission facts (Kubernetes 1.36): MutatingAdmissionPolicy is admissionregistration.k8s.io/v1 (KEP-3962,
 kubernetes.io/docs/reference/kubernetes-api/admissionregistration/mutating-admission-policy-v1/). The Priority
@@ -15,13 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpushare import compat, names
-from gpushare.capacity import (
-    HAMI_QUOTA_RESOURCES,
-    container_limits,
-    hami_quota_key,
-    kubernetes_quota_key,
-    pool_plans,
-)
+from gpushare.capacity import container_limits, pool_plans
 from gpushare.config import Priority, StackConfig, TeamConfig
 
 ADMISSION_API = "admissionregistration.k8s.io/v1"
@@ -96,10 +89,30 @@ def team_objects(config: StackConfig, team: TeamConfig) -> list[dict[str, Any]]:
         annotations[names.NODE_POLICY_ANNOTATION] = team.scheduler_policy.node
         annotations[names.GPU_POLICY_ANNOTATION] = team.scheduler_policy.gpu
     namespace["metadata"]["annotations"] = dict(sorted(annotations.items()))
+    quota = team.quota
+    factor = config.hami.profile.memory_factor
     owned = {"name": f"{team.name}-gpu", "namespace": team.name, "labels": {names.TEAM_LABEL: team.name}}
     return [
         namespace,
-        {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": owned, "spec": {"hard": quota_hard(config, team)}},
+        {
+            "apiVersion": "v1",
+            "kind": "ResourceQuota",
+            "metadata": owned,
+            "spec": {
+                "hard": {
+                    f"requests.{names.GPU}": str(quota.gpus),
+                    f"requests.{names.GPU_MEMORY}": str(quota.gpu_memory_mib // factor),
+                    f"requests.{names.GPU_CORES}": str(quota.gpu_cores),
+                    # Pods pick a pool by nodeSelector, not by team: once the stack has a time-sliced pool, every
+                    # team's replicas are capped (0 for teams that do not list one).
+                    **(
+                        {f"requests.{names.GPU_SHARED}": str(quota.shared_gpus)}
+                        if any(pool.sharing == names.SHARING_TIMESLICE for pool in config.pools)
+                        else {}
+                    ),
+                }
+            },
+        },
         {
             "apiVersion": "v1",
             "kind": "LimitRange",
@@ -112,27 +125,6 @@ def team_objects(config: StackConfig, team: TeamConfig) -> list[dict[str, Any]]:
         *per_gpu_limit_policy(config, team),
         *isolation_policy(team),
     ]
-
-
-def quota_hard(config: StackConfig, team: TeamConfig) -> dict[str, str]:
-    """The team's ResourceQuota: Kubernetes' `requests.*` keys, which refuse at admission what a pod states, and on
-    teams with HAMi pools HAMi's own `limits.*` keys for the same memory and core budgets, which HAMi's scheduler
-    charges with what it really hands out (whole-GPU and percentage requests, every vGPU of a container: see
-    capacity.HAMI_QUOTA_RESOURCES)."""
-    quota = team.quota
-    budgets = {
-        names.GPU: quota.gpus,
-        names.GPU_MEMORY: quota.gpu_memory_mib // config.hami.profile.memory_factor,
-        names.GPU_CORES: quota.gpu_cores,
-    }
-    # Pods pick a pool by nodeSelector, not by team: once the stack has a time-sliced pool, every team's replicas
-    # are capped (0 for teams that do not list one).
-    if any(pool.sharing == names.SHARING_TIMESLICE for pool in config.pools):
-        budgets[names.GPU_SHARED] = quota.shared_gpus
-    hard = {kubernetes_quota_key(resource): str(value) for resource, value in budgets.items()}
-    if any(config.pool(name).sharing == names.SHARING_HAMI for name in team.pools):
-        hard |= {hami_quota_key(resource): str(budgets[resource]) for resource in HAMI_QUOTA_RESOURCES}
-    return hard
 
 
 def namespace_selector(team: TeamConfig) -> dict[str, Any]:

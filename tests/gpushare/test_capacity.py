@@ -9,14 +9,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from gpushare import names
-from gpushare.capacity import (
-    NodeShape,
-    after_hami_webhook,
-    hami_budget_uncapped,
-    hami_charge,
-    most_within,
-    pool_plans,
-)
+from gpushare.capacity import NodeShape, most_within, pool_plans
 from gpushare.catalog import load_catalog
 from gpushare.errors import ConfigError
 from gpushare.loader import load_stack_config
@@ -25,9 +18,6 @@ from policies.gpushare_policies.stack import from_plan
 from tests.conftest import PLAN_DATE, raw_stack
 from tools.check import POLICY_CONFIG_DIR
 from tools.offline import run_program
-
-GPU, GPU_MEMORY, GPU_CORES = names.GPU, names.GPU_MEMORY, names.GPU_CORES
-GPU_MEMORY_PERCENTAGE = names.GPU_MEMORY_PERCENTAGE
 
 CATALOG = load_catalog()
 GPU_TYPES = [t.name for t in CATALOG.instance_types if t.gpu_count]
@@ -157,35 +147,3 @@ def test_every_stack_config_that_validates_yields_a_plan_the_pack_passes(raw):
     found = evaluate(from_plan(run_program(raw, "dev", PLAN_DATE).recorded, PLAN_DATE), DEV_POLICY)
     refused = [v.message for v in found if v.level == "mandatory" or v.policy == "team-quota-within-pool-limits"]
     assert not refused
-
-
-T4_MIB = 15360
-
-
-@pytest.mark.parametrize(
-    ("asked", "stated", "charged"),
-    [
-        # (as the pod states it, after HAMi's webhook, HAMi's charge on a T4 as (MiB, cores))
-        ({GPU: 1, GPU_MEMORY: 4000}, {GPU: 1, GPU_MEMORY: 4000}, (4000, 0)),
-        ({GPU: 1, GPU_MEMORY_PERCENTAGE: 50}, {GPU: 1, GPU_MEMORY_PERCENTAGE: 50}, (7680, 0)),
-        ({GPU: 1, GPU_MEMORY_PERCENTAGE: 100}, {GPU: 1, GPU_MEMORY_PERCENTAGE: 100, GPU_CORES: 100}, (15360, 100)),
-        ({GPU: 1}, {GPU: 1, GPU_CORES: 100}, (15360, 100)),
-        ({GPU: 1, GPU_CORES: 40}, {GPU: 1, GPU_CORES: 40}, (15360, 40)),
-        # gpumem-percentage is read before gpumem for the webhook's cores, gpumem before it for the memory
-        ({GPU: 1, GPU_MEMORY: 2000, GPU_MEMORY_PERCENTAGE: 100}, None, (2000, 100)),
-        ({GPU: 2, GPU_MEMORY: 4000, GPU_CORES: 30}, None, (8000, 60)),
-    ],
-)
-def test_hami_charges_what_it_hands_out_per_vgpu(asked, stated, charged):
-    after = after_hami_webhook(asked)
-    if stated is not None:
-        assert after == stated
-    assert hami_charge(after, T4_MIB) == {GPU_MEMORY: charged[0], GPU_CORES: charged[1]}
-
-
-def test_whole_gpu_and_percentage_memory_escape_kubernetes_but_not_hami():
-    """Why HAMi's own quota keys are rendered: Kubernetes counts the stated gpumem, HAMi the memory it takes."""
-    for asked in ({GPU: 1}, {GPU: 1, GPU_MEMORY_PERCENTAGE: 50}, {GPU: 2, GPU_MEMORY: 4000}):
-        stated = after_hami_webhook(asked)
-        assert hami_charge(stated, T4_MIB)[GPU_MEMORY] > stated.get(GPU_MEMORY, 0)
-    assert [hami_budget_uncapped(v) for v in (0, 1)] == [True, False]

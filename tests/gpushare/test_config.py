@@ -422,22 +422,6 @@ def test_exclusive_pools_provide_no_gpu_memory_quota():
         load_stack_config(raw, today=PLAN_DATE)
 
 
-def test_hami_teams_need_budgets_hami_enforces():
-    """HAMi reads a budget of 0 as no limit: both are named, in one pass; a team on whole GPUs only needs none."""
-    raw = raw_stack("prod")
-    raw["gpushare:teams"][2]["quota"] = {"gpus": 40}
-    with pytest.raises(ConfigError) as caught:
-        load_stack_config(raw, today=PLAN_DATE)
-    assert str(caught.value).splitlines() == [
-        f"gpushare:teams[2].quota.{field}: 0 leaves the team's HAMi pods uncapped (HAMi's own quota reads 0 as no "
-        "limit, and Kubernetes alone misses whole-GPU, gpumem-percentage and multi-vGPU requests); allowed: at least "
-        "1 on teams with HAMi pools"
-        for field in ("gpuMemoryMib", "gpuCores")
-    ]
-    raw["gpushare:teams"][2] |= {"pools": ["training"], "quota": {"gpus": 8}}
-    assert load_stack_config(raw, today=PLAN_DATE).teams[2].quota.gpu_memory_mib == 0
-
-
 def test_a_digest_pinned_mock_image_is_accepted():
     raw = raw_stack("dev")
     image = "docker.io/projecthami/mock-device-plugin:1.0.1@sha256:" + "0" * 64

@@ -1,11 +1,11 @@
-"""ResourceQuota keys for HAMi's resources that someone enforces: Kubernetes' `requests.<name>`, and HAMi's own
-`limits.<name>` for GPU memory and cores when they cap something.
+"""ResourceQuota keys that Kubernetes enforces for extended resources: only `requests.<name>`.
 
 Kubernetes quota supports extended resources (HAMi's nvidia.com/*) only with the `requests.` prefix
-(kubernetes.io docs, Resource Quotas, "Resource quota for extended resources"). HAMi's scheduler reads
-`limits.nvidia.com/gpumem` and `limits.nvidia.com/gpucores` itself and refuses placements past them, reading 0 as
-no limit (HAMi v2.8.3 pkg/device/quota.go; gpushare.capacity.HAMI_QUOTA_RESOURCES). Any other bare or `limits.`
-key for them caps nothing, so a team believed to be capped is not.
+(kubernetes.io docs, Resource Quotas, "Resource quota for extended resources"); a bare or `limits.` key for
+them caps nothing in Kubernetes, so a team believed to be capped is not. HAMi 2.8.3's scheduler reads
+`limits.nvidia.com/gpumem` and `gpucores` itself (pkg/device/quota.go), but leaks the charge of every pod it
+filters again (pkg/scheduler/scheduler.go Filter: podManager.DelPod without quotaManager.RmUsage; seen in the
+offline cluster), so such a key ends up refusing pods within the budget.
 """
 
 from __future__ import annotations
@@ -13,54 +13,41 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpushare import names
-from gpushare.capacity import HAMI_QUOTA_RESOURCES, hami_budget_uncapped, hami_quota_key, kubernetes_quota_key
 
-from ..kube import quantity
 from ..rule import Finding, Rule, finding
 from ..stack import RESOURCE_QUOTA, StackView, sorted_by_name
 
 HAMI_RESOURCES = (names.GPU, names.GPU_MEMORY, names.GPU_CORES, names.GPU_MEMORY_PERCENTAGE)
-HAMI_KEYS = {hami_quota_key(resource): resource for resource in HAMI_QUOTA_RESOURCES}
+# The limits. keys HAMi's own scheduler enforces, and how it then fails.
+HAMI_ENFORCED = frozenset({f"limits.{names.GPU_MEMORY}", f"limits.{names.GPU_CORES}"})
+HAMI_LEAK = (
+    "HAMi 2.8.3's scheduler enforces it but leaks its charge each time it filters a pod again (any burst), then "
+    "refuses pods within the budget"
+)
 
 
 def check(view: StackView, _config: None) -> Iterator[Finding]:
     for quota in sorted_by_name(view.of_type(RESOURCE_QUOTA)):
         for key in sorted(str(k) for k in quota.get("spec", "hard") or {}):
-            value = quota.get("spec", "hard", key)
-            if key in HAMI_KEYS:
-                amount = quantity(value)
-                if amount is not None and hami_budget_uncapped(int(amount)):
-                    yield finding(
-                        quota,
-                        f'spec.hard["{key}"]',
-                        value,
-                        "HAMi's scheduler reads a budget of 0 as no limit: this key caps nothing, and pods asking "
-                        "whole GPUs or a gpumem-percentage are charged by no one",
-                        f"set it to the team's budget, as {kubernetes_quota_key(HAMI_KEYS[key])}",
-                    )
-                continue
             resource = key.removeprefix("limits.")
             if resource in HAMI_RESOURCES:
                 yield finding(
                     quota,
                     f'spec.hard["{key}"]',
-                    value,
-                    f"Kubernetes enforces quota on the extended resource {resource} only as "
-                    f"{kubernetes_quota_key(resource)}, and HAMi only its memory and core budgets as "
-                    f"{' and '.join(HAMI_KEYS)}; this key caps nothing",
-                    f"write it as {kubernetes_quota_key(resource)}",
+                    quota.get("spec", "hard", key),
+                    f"Kubernetes enforces quota on the extended resource {resource} only as requests.{resource}; "
+                    + (HAMI_LEAK if key in HAMI_ENFORCED else "this key caps nothing"),
+                    f"write it as requests.{resource}",
                 )
 
 
 RULE = Rule(
     name="quota-keys-enforced",
     order=16,
-    description="ResourceQuota keys for HAMi's extended resources are enforced: Kubernetes' requests. keys, or "
-    "HAMi's own limits. keys for GPU memory and cores with a non-zero budget.",
-    why="A bare key, a limits. key HAMi does not read, or a HAMi budget of 0 caps nothing: the team is believed "
-    "limited and is not.",
-    remediation=f"Write quota keys as requests.{names.GPU}, requests.{names.GPU_MEMORY}, ...; HAMi's "
-    f"{hami_quota_key(names.GPU_MEMORY)} and {hami_quota_key(names.GPU_CORES)} with the team's non-zero budget.",
+    description="ResourceQuota keys for HAMi's extended resources use the requests. prefix, the only one "
+    "Kubernetes enforces for them.",
+    why="A bare or limits. key for nvidia.com/* caps nothing: the team is believed limited and is not.",
+    remediation=f"Write quota keys as requests.{names.GPU}, requests.{names.GPU_MEMORY}, ...",
     enforcement="mandatory",
     severity="high",
     check=check,

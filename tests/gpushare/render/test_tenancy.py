@@ -311,23 +311,7 @@ def test_team_quota_covers_hami_resources(prod):
         "requests.nvidia.com/gpu": "120",
         "requests.nvidia.com/gpumem": "368448",
         "requests.nvidia.com/gpucores": "1600",
-        "limits.nvidia.com/gpumem": "368448",
-        "limits.nvidia.com/gpucores": "1600",
     }
-
-
-def test_hami_budgets_repeat_the_kubernetes_ones_only_where_hami_places_pods(prod_raw):
-    """HAMi's own keys carry the same budget as Kubernetes' on teams with HAMi pools; a team on whole GPUs only
-    gets none (HAMi never places its pods)."""
-    prod_raw["gpushare:teams"].append({"name": "trainers", "pools": ["training"], "quota": {"gpus": 8}})
-    config = load_stack_config(prod_raw, today=PLAN_DATE)
-    for team in config.teams:
-        hard = tenancy.team_objects(config, team)[1]["spec"]["hard"]
-        hami = {key.removeprefix("limits."): value for key, value in hard.items() if key.startswith("limits.")}
-        if team.name == "trainers":
-            assert hami == {}
-        else:
-            assert hami == {r: hard[f"requests.{r}"] for r in ("nvidia.com/gpumem", "nvidia.com/gpucores")}
 
 
 def test_team_only_on_exclusive_pools_skips_the_hami_webhook(prod_raw):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.policies.helpers import find, messages
+from tests.policies.helpers import find
 from tests.policies.rules.breaking import (
     caught,
     rename_key,
@@ -31,38 +31,16 @@ CASES = {
         ),
         ['spec.hard["limits.nvidia.com/gpu"] is "20"', "caps nothing"],
     ),
-    "percentage as limits., which HAMi does not read either": (
+    "HAMi's own memory key": (
         "quota-keys-enforced",
-        lambda r: find(r, "ResourceQuota", "inference-gpu")["spec"]["hard"].update(
-            {"limits.nvidia.com/gpumem-percentage": "200"}
+        lambda r: rename_key(
+            find(r, "ResourceQuota", "inference-gpu")["spec"]["hard"],
+            "requests.nvidia.com/gpumem",
+            "limits.nvidia.com/gpumem",
         ),
-        [
-            'spec.hard["limits.nvidia.com/gpumem-percentage"] is "200"',
-            "write it as requests.nvidia.com/gpumem-percentage",
-        ],
-    ),
-    "HAMi memory budget of 0": (
-        "quota-keys-enforced",
-        lambda r: find(r, "ResourceQuota", "inference-gpu")["spec"]["hard"].update({"limits.nvidia.com/gpumem": "0"}),
-        [
-            'spec.hard["limits.nvidia.com/gpumem"] is "0"',
-            "reads a budget of 0 as no limit",
-            "as requests.nvidia.com/gpumem",
-        ],
-    ),
-    "HAMi core budget of 0": (
-        "quota-keys-enforced",
-        lambda r: find(r, "ResourceQuota", "inference-gpu")["spec"]["hard"].update({"limits.nvidia.com/gpucores": "0"}),
-        ['ResourceQuota inference-gpu: spec.hard["limits.nvidia.com/gpucores"] is "0"'],
+        ['spec.hard["limits.nvidia.com/gpumem"] is "30720"', "leaks its charge", "refuses pods within the budget"],
     ),
 }
-
-
-def test_hami_budget_keys_pass(plans):
-    """HAMi enforces limits.nvidia.com/gpumem|gpucores itself: the shipped quotas carry them and pass."""
-    hard = find(plans["dev"]["resources"], "ResourceQuota", "inference-gpu")["spec"]["hard"]
-    assert {"limits.nvidia.com/gpumem", "limits.nvidia.com/gpucores"} <= set(hard)
-    assert messages(plans["dev"]["resources"], "quota-keys-enforced") == []
 
 
 @pytest.mark.parametrize("case", list(CASES))

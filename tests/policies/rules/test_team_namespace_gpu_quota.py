@@ -23,16 +23,6 @@ CASES = {
         lambda r: delete_at(find(r, "ResourceQuota", "inference-gpu"), ["spec", "hard", "requests.nvidia.com/gpumem"]),
         ["no ResourceQuota on requests.nvidia.com/gpumem:"],
     ),
-    "HAMi team without HAMi's own memory budget": (
-        "team-namespace-gpu-quota",
-        lambda r: delete_at(find(r, "ResourceQuota", "inference-gpu"), ["spec", "hard", "limits.nvidia.com/gpumem"]),
-        ["no ResourceQuota on limits.nvidia.com/gpumem:", "multi-vGPU requests Kubernetes never counts"],
-    ),
-    "HAMi team without HAMi's own core budget": (
-        "team-namespace-gpu-quota",
-        lambda r: delete_at(find(r, "ResourceQuota", "inference-gpu"), ["spec", "hard", "limits.nvidia.com/gpucores"]),
-        ["Namespace inference: team namespace has no ResourceQuota on limits.nvidia.com/gpucores:"],
-    ),
     "team without a time-sliced pool, uncapped replicas": (
         "team-namespace-gpu-quota",
         lambda r: find(r, "ResourceQuota", "inference-gpu")["spec"]["hard"].pop(f"requests.{GPU_SHARED}"),
