@@ -775,6 +775,22 @@ def _with_exclusive_pool(ctx: Context, stack: str) -> Plan:
     return variant_plan(stack, f"{stack}-exclusive", ctx.log_dir.parent, edit)
 
 
+def _policies_changed_by(plan: Plan, variant: Plan) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The admission policies a variant renders differently (a team's own pools, its per-GPU bound), and the
+    plan's versions of them to restore."""
+    own = {p["metadata"]["name"]: p for p in plan.of_kind("ValidatingAdmissionPolicy")}
+    changed = [p for p in variant.of_kind("ValidatingAdmissionPolicy") if own.get(p["metadata"]["name"]) != p]
+    return changed, [own[p["metadata"]["name"]] for p in changed if p["metadata"]["name"] in own]
+
+
+def _admits(ctx: Context, pod: dict[str, Any]) -> bool:
+    try:
+        _admitted(ctx, pod)
+    except KubectlError:
+        return False
+    return True
+
+
 def _whole_gpu_pod(name: str, namespace: str, pool: str) -> dict[str, Any]:
     """A pod asking one whole GPU on an exclusive pool; `hami.io/webhook: ignore` keeps HAMi's webhook off it, as
     the README tells teams that mix pool kinds."""
@@ -820,6 +836,7 @@ def priorities(ctx: Context, stack: str, batch_team: str, critical_team: str) ->
     [exclusive_pool] = [
         for_rig(p, ctx.started) for p in exclusive.of_kind("NodePool") if p["metadata"]["name"] == EXCLUSIVE_POOL
     ]
+    widened, own = _policies_changed_by(ctx.plans[stack], exclusive)
     figures: dict[str, Any] = {"hami_pool": pool, "batch_pods": nodes}
     try:
         ctx.kubectl.apply([batch])
@@ -845,9 +862,10 @@ def priorities(ctx: Context, stack: str, batch_team: str, critical_team: str) ->
             raise ScenarioFailure(f"on HAMi pool {pool} the critical pod ran or a batch pod went: {figures['hami']}")
         ctx.kubectl.delete([critical, batch])
         _wait("the HAMi pool empty", lambda: not nodeclaims(ctx), 300)
-        ctx.kubectl.apply([exclusive_pool])
+        ctx.kubectl.apply([exclusive_pool, *widened])
         low = _whole_gpu_pod("batch-whole-gpu", batch_team, EXCLUSIVE_POOL)
         high = _whole_gpu_pod("critical-whole-gpu", critical_team, EXCLUSIVE_POOL)
+        _wait("the teams' policies admitting the exclusive pool", lambda: _admits(ctx, low) and _admits(ctx, high), 60)
         ctx.kubectl.apply([low])
         _wait(
             "the batch pod Running on the exclusive pool",
@@ -871,6 +889,7 @@ def priorities(ctx: Context, stack: str, batch_team: str, critical_team: str) ->
             ]
         )
         ctx.kubectl.delete([exclusive_pool])
+        ctx.kubectl.apply(own)
     _wait("every NodeClaim consolidated away", lambda: not nodeclaims(ctx), 300)
     return Result(
         "priorities",
