@@ -22,6 +22,7 @@ import yaml
 
 from e2e.errors import RigError
 from gpushare import names
+from tests.conftest import PLAN_DATE
 
 ROOT = Path(__file__).resolve().parent.parent
 KWOK_NODE_CLASS = {
@@ -29,9 +30,6 @@ KWOK_NODE_CLASS = {
     "kind": "KWOKNodeClass",
     "metadata": {"name": "rig"},
 }
-# The day the rig's plans are judged for (tools.plan --date): within standard support of the shipped stacks'
-# Kubernetes minor, like the golden plans' day.
-PLAN_DATE = "2026-11-26"
 RIG_CONSOLIDATE_AFTER = "15s"
 # A scheduled budget's window starts this long after the rig's start, daily, and lasts at most
 # RIG_WINDOW_MAX: the previous day's window ended at least an hour before the start, the next one begins
@@ -76,11 +74,12 @@ def node_overlay_gate(plan: Plan) -> str:
 
 def write_plan(stack: str, out: Path, stack_file: Path | None = None) -> Path:
     """Run the offline plan of Pulumi.<stack>.yaml, or of `stack_file` (exit 0, or 1 for policy findings,
-    still written), judged for PLAN_DATE: the rig proves the stack's behaviour, not its EKS support window
-    (unit tests judge that), so a run never depends on the day it runs."""
+    still written), judged for the golden plans' day (PLAN_DATE): the rig proves the stack's behaviour, not
+    its EKS support window (unit tests judge that), so a run never depends on the day it runs."""
     config = stack_file or ROOT / f"Pulumi.{stack}.yaml"
+    plan = ["tools.plan", "--config", str(config), "--out", str(out), "--date", PLAN_DATE.isoformat()]
     result = subprocess.run(
-        [sys.executable, "-m", "tools.plan", "--config", str(config), "--out", str(out), "--date", PLAN_DATE],
+        [sys.executable, "-m", *plan],
         cwd=ROOT,
         capture_output=True,
         text=True,
