@@ -876,6 +876,10 @@ class StackConfig(_Model):
     def pool(self, name: str) -> PoolConfig:
         return next(p for p in self.pools if p.name == name)
 
+    def uses_hami(self, team: TeamConfig) -> bool:
+        """The team has a HAMi pool: its pods go through HAMi's webhook and scheduler."""
+        return any(self.pool(name).sharing == names.SHARING_HAMI for name in team.pools)
+
 
 # The `gpushare:*` keys a stack file may set: every StackConfig field but the region (which is `aws:region`).
 CONFIG_KEYS = tuple(field.alias or name for name, field in StackConfig.model_fields.items() if name != "region")

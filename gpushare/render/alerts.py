@@ -86,9 +86,7 @@ def _pending_gpu_pods() -> str:
 
 
 def _hami_team_namespaces(config: StackConfig) -> str:
-    return "|".join(
-        team.name for team in config.teams if any(config.pool(p).sharing == names.SHARING_HAMI for p in team.pools)
-    )
+    return "|".join(team.name for team in config.teams if config.uses_hami(team))
 
 
 def _unplaced_by_hami(config: StackConfig, minutes: int) -> str:

@@ -77,7 +77,7 @@ def team_objects(config: StackConfig, team: TeamConfig) -> list[dict[str, Any]]:
         names.POD_SECURITY_ENFORCE_LABEL: "baseline",
         names.POD_SECURITY_WARN_LABEL: "restricted",
     }
-    if all(config.pool(name).sharing != names.SHARING_HAMI for name in team.pools):
+    if not config.uses_hami(team):
         labels[names.HAMI_WEBHOOK_IGNORE[0]] = names.HAMI_WEBHOOK_IGNORE[1]
     namespace: dict[str, Any] = {
         "apiVersion": "v1",
