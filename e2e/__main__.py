@@ -1,33 +1,83 @@
-"""`make e2e`: build the rig's binaries (network: the Go module proxy), then run the scenarios offline.
+"""`make e2e` and `make simulate`: build the rig's binaries (network: the Go module proxy), then run offline.
 
     python -m e2e [--scenario NAME ...]
+    python -m e2e --simulate FILE [--runs N]
 
-The build runs here; the cluster and scenarios run in `e2e.run` inside a private network namespace
-(`unshare --net`), so nothing the rig starts is reachable from outside this machine's loopback.
-Exit 0: every scenario passed; 1: a scenario failed; 2: the rig could not be built or started.
+The build runs here; the cluster runs in `e2e.run` inside a private network namespace (`unshare --net`), so
+nothing the rig starts is reachable from outside this machine's loopback. A trace runs once per stack variant
+and run, each on a fresh rig, and the runs are gathered into build/e2e/simulate.json and simulate.md.
+Exit 0: every scenario passed (or the simulation ran); 1: a scenario failed; 2: bad input, or the rig could
+not be built or started.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
+from e2e import day_report
 from e2e.build import build
 from e2e.errors import RigError
-from e2e.run import REPORT_DIR, parse_args
-from e2e.simulate import load_workload
+from e2e.run import REPORT_DIR, RUNS_DIR, parse_args
+from e2e.simulate import load_simulation
+from e2e.stack import variant_plan
+from e2e.trace import BASELINE, Trace, variant_config
 from gpushare.errors import UserError
 
 
+def _problems(path: Path) -> list[str]:
+    """Every problem of the simulation file, including each variant's stack config as the program checks it."""
+    try:
+        simulation = load_simulation(path)
+    except UserError as error:
+        return str(error).splitlines()
+    if not isinstance(simulation, Trace):
+        return []
+    problems = []
+    with tempfile.TemporaryDirectory(prefix="gpushare-variants-") as work:
+        for index, variant in enumerate(simulation.variants):
+            try:
+                variant_plan(
+                    simulation.stack,
+                    variant.name,
+                    Path(work),
+                    lambda config, v=variant: config.update(variant_config(config, v)),
+                )
+            except RigError as error:
+                lines = str(error).split(": ", 1)[-1].splitlines()
+                problems += [f"{path}: variants[{index}] ({variant.name}): {line}" for line in lines]
+    return problems
+
+
+def _gather(path: Path, trace: Trace) -> None:
+    runs = [json.loads(p.read_text()) for p in sorted(RUNS_DIR.glob("*.json"))]
+    order = [BASELINE, *(v.name for v in trace.variants)]
+    runs.sort(key=lambda run: (order.index(run["variant"]), run["run"]))
+    document = {"kind": "trace", "trace": str(path), "stack": trace.stack, "runs": runs}
+    document["summary"] = day_report.summary(runs)
+    (REPORT_DIR / "simulate.json").write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
+    (REPORT_DIR / "simulate.md").write_text(day_report.markdown(document))
+    print(day_report.terminal(document))
+
+
 def main(argv: list[str]) -> int:
-    args = parse_args(argv)  # reject bad arguments (and a bad workload file) before a long build
+    args = parse_args(argv)  # reject bad arguments (and a bad simulation file) before a long build
+    trace = None
     if args.simulate is not None:
-        try:
-            load_workload(args.simulate)
-        except UserError as error:
-            for line in str(error).splitlines():
-                print(f"e2e: {line}", file=sys.stderr)
+        problems = _problems(args.simulate)
+        for line in problems:
+            print(f"e2e: {line}", file=sys.stderr)
+        if problems:
+            return 2
+        simulation = load_simulation(args.simulate)
+        trace = simulation if isinstance(simulation, Trace) else None
+        if trace is None and args.runs != 1:
+            print("e2e: --runs repeats a trace; a fixed mix runs once", file=sys.stderr)
             return 2
     if shutil.which("unshare") is None:
         print("e2e: needs unshare (util-linux) to run the rig in its own network namespace", file=sys.stderr)
@@ -41,8 +91,20 @@ def main(argv: list[str]) -> int:
     namespace = ["unshare", "--net", "--kill-child"]
     if os.geteuid() != 0:
         namespace.append("--map-root-user")
-    command = [*namespace, sys.executable, "-m", "e2e.run", "--bin-dir", str(bin_dir), *argv]
-    os.execvp(command[0], command)
+    command = [*namespace, sys.executable, "-m", "e2e.run", "--bin-dir", str(bin_dir)]
+    if trace is None:
+        os.execvp(command[0], [*command, *argv])
+    shutil.rmtree(RUNS_DIR, ignore_errors=True)
+    for old in REPORT_DIR.glob("simulate-*.png"):
+        old.unlink()
+    for variant in [BASELINE, *(v.name for v in trace.variants)]:
+        for run in range(1, args.runs + 1):
+            child = [*command, "--simulate", str(args.simulate), "--variant", variant, "--run", str(run)]
+            code = subprocess.run(child, check=False).returncode
+            if code != 0:
+                return code
+    _gather(args.simulate, trace)
+    return 0
 
 
 if __name__ == "__main__":

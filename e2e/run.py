@@ -26,6 +26,9 @@ import yaml
 
 from e2e import prometheus, report
 from e2e.api import ApiError
+from e2e.day import Day
+from e2e.day_figures import Pools, oracle_per_step, run_document
+from e2e.day_report import plot
 from e2e.device_plugins import NvidiaPluginConfig
 from e2e.errors import RigError
 from e2e.hami_chart import HamiRelease
@@ -57,13 +60,16 @@ from e2e.scenarios import (
     team_admission,
     time_slicing,
 )
-from e2e.simulate import load_workload, simulate
+from e2e.simulate import Workload, load_simulation, simulate
 from e2e.simulate import table as simulation_table
-from e2e.stack import ROOT, Plan, load_plan, node_overlay_gate, write_plan
+from e2e.stack import ROOT, Plan, load_plan, node_overlay_gate, variant_plan, write_plan
+from e2e.trace import BASELINE, Trace, variant_config
 from gpushare import names
 from gpushare.catalog import InstanceType, load_catalog
 
 REPORT_DIR = ROOT / "build" / "e2e"
+# One document per (variant, run) of a trace; `python -m e2e` gathers them into simulate.json and simulate.md.
+RUNS_DIR = REPORT_DIR / "simulate-runs"
 RUNNING_STACK = "dev"
 SEED_TEAM = "inference"
 WIDE_TEAM = "ml-research"
@@ -93,11 +99,18 @@ BEFORE_STACK = ("objects-dev", "objects-prod")
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m e2e", description="Run the offline cluster scenarios.")
     parser.add_argument("--scenario", action="append", choices=sorted(SCENARIOS), help="run only these")
-    parser.add_argument("--simulate", type=Path, metavar="WORKLOAD", help="run a workload file instead (make simulate)")
+    parser.add_argument(
+        "--simulate", type=Path, metavar="WORKLOAD", help="run a workload mix or a trace instead (make simulate)"
+    )
+    parser.add_argument("--runs", type=int, default=1, help="with a trace: runs per stack variant (default 1)")
+    parser.add_argument("--variant", default=BASELINE, help=argparse.SUPPRESS)
+    parser.add_argument("--run", type=int, default=1, help=argparse.SUPPRESS)
     parser.add_argument("--bin-dir", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.simulate is not None and args.scenario:
         parser.error("--simulate runs a workload, not scenarios: drop --scenario")
+    if args.runs < 1:
+        parser.error(f"--runs {args.runs}: run at least once")
     return args
 
 
@@ -118,7 +131,7 @@ def _restart_karpenter(rig: Rig, instance_types: Path, gate: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    workload = load_workload(args.simulate) if args.simulate else None
+    workload = load_simulation(args.simulate) if args.simulate else None
     running_stack = workload.stack if workload else RUNNING_STACK
     selected = [] if workload else (args.scenario or list(SCENARIOS))
     simulation: dict | None = None
@@ -126,6 +139,11 @@ def run(args: argparse.Namespace) -> int:
     catalog = load_catalog()
     work = Path(tempfile.mkdtemp(prefix="gpushare-e2e-"))
     plans = {stack: load_plan(stack, write_plan(stack, work / "plans")) for stack in ("dev", "prod")}
+    if isinstance(workload, Trace) and args.variant != BASELINE:
+        [variant] = [v for v in workload.variants if v.name == args.variant]
+        plans[running_stack] = variant_plan(
+            running_stack, variant.name, work, lambda config: config.update(variant_config(config, variant))
+        )
     rig = Rig(args.bin_dir, work)
     results: list[Result] = []
     started = time.monotonic()
@@ -175,9 +193,20 @@ def run(args: argparse.Namespace) -> int:
             hami_job = f"{hami.fullname}-scheduler"
             wait_for("Prometheus scraping HAMi's scheduler", lambda: prometheus.scraping(hami_job), 90, interval_s=1)
             agent.start()
-            if workload:
+            if isinstance(workload, Workload):
                 print(f"e2e: simulating {args.simulate} on the {running_stack} stack", file=sys.stderr, flush=True)
                 simulation = simulate(ctx, workload)
+            elif workload is not None:
+                print(
+                    f"e2e: a {workload.hours} h day of {args.simulate} on {running_stack} ({args.variant}, run "
+                    f"{args.run}), {workload.seconds_per_hour} s per simulated hour",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                seen = Day(ctx, workload, plans[running_stack]).run()
+                pools = Pools(plans[running_stack], catalog, hami)
+                identity = {"trace": str(args.simulate), "variant": args.variant, "run": args.run}
+                simulation = run_document(workload, seen, pools, oracle_per_step(workload, pools), identity)
             for name in [n for n in selected if n not in BEFORE_STACK]:
                 results.append(_run_one(name, ctx))
                 if agent.failure:
@@ -200,6 +229,12 @@ def run(args: argparse.Namespace) -> int:
         _keep_logs(rig)
         shutil.rmtree(work, ignore_errors=True)
     elapsed = time.monotonic() - started
+    if simulation is not None and isinstance(workload, Trace):
+        RUNS_DIR.mkdir(parents=True, exist_ok=True)
+        stem = f"simulate-{args.variant}-run{args.run}"
+        (RUNS_DIR / f"{stem}.json").write_text(json.dumps(simulation, indent=2, sort_keys=True) + "\n")
+        plot(simulation, REPORT_DIR / f"{stem}.png")
+        return 0
     if simulation is not None:
         REPORT_DIR.mkdir(parents=True, exist_ok=True)
         (REPORT_DIR / "simulate.json").write_text(json.dumps(simulation, indent=2, sort_keys=True) + "\n")

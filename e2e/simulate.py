@@ -1,4 +1,5 @@
-"""`make simulate WORKLOAD=...`: a workload mix through the rig's real Karpenter, and what it costs.
+"""`make simulate WORKLOAD=...`: a fixed workload mix through the rig's real Karpenter, and what it costs (a trace
+of a whole day goes through e2e.trace and e2e.day instead).
 
 The workload file names a stack and lists pod groups; each group becomes a Deployment of pause containers
 in its team's namespace, on its pool. Once Karpenter has settled, the report gives the nodes by type and
@@ -21,6 +22,8 @@ from e2e.hami_chart import HamiRelease
 from e2e.instance_types import PODS_PER_NODE
 from e2e.packing import NodeType, PodShape, best_packing
 from e2e.scenarios import Context, gpu_deployment, nodeclaims, nodes_by_type, usd_per_hour
+from e2e.stack import ROOT
+from e2e.trace import Trace, load_trace
 from gpushare.catalog import Catalog
 from gpushare.errors import UserError, all_errors, key_path
 from gpushare.files import read_yaml
@@ -75,6 +78,17 @@ def load_workload(path: Path) -> Workload:
         raise UserError(str(problems)) from None
 
 
+def load_simulation(path: Path) -> Workload | Trace:
+    """A fixed mix (a file with `pods`) or a trace of a day (e2e.trace), checked against its stack's config."""
+    data = read_yaml(path)
+    if isinstance(data, dict) and "pods" in data:
+        return load_workload(path)
+    stack = data.get("stack") if isinstance(data, dict) else None
+    stack_file = ROOT / f"Pulumi.{stack}.yaml"
+    config = read_yaml(stack_file)["config"] if stack in ("dev", "prod") else None
+    return load_trace(path, config)
+
+
 def whole_gpu_cost(catalog: Catalog, pool_types: dict[str, list[str]], workload: Workload) -> float:
     """Each pod on GPUs of its own (vgpus whole GPUs), at its pool's cheapest price per GPU."""
     total = 0.0
@@ -104,11 +118,11 @@ KWOK_RESERVED_CPU_MILLIS = 100
 KWOK_RESERVED_MEMORY_MIB = 10
 
 
-def _mib(quantity: str) -> int:
+def quantity_mib(quantity: str) -> int:
     return int(quantity[:-2]) * (1024 if quantity.endswith("Gi") else 1)
 
 
-def _millis(quantity: str) -> int:
+def quantity_millis(quantity: str) -> int:
     return int(quantity[:-1]) if quantity.endswith("m") else int(quantity) * 1000
 
 
@@ -140,7 +154,13 @@ def packing_bound(
     usd, by_type = 0.0, {}
     for pool in sorted({group.pool for group in workload.pods}):
         pods = [
-            PodShape(group.vgpus, group.gpu_memory_mib, group.gpu_cores, _millis(group.cpu), _mib(group.memory))
+            PodShape(
+                group.vgpus,
+                group.gpu_memory_mib,
+                group.gpu_cores,
+                quantity_millis(group.cpu),
+                quantity_mib(group.memory),
+            )
             for group in workload.pods
             if group.pool == pool
             for _ in range(group.count)
