@@ -258,7 +258,7 @@ def _run_section(run: dict[str, Any]) -> list[str]:
     lines += ["", *_counts_table("budget window", windows, "pods disrupted inside it", "No budget window was watched.")]
 
     lines += ["", "### NodeClaims", "", f"{claims['launched']} launched, {claims['consolidated']} consolidated.", ""]
-    lines += _counts_table("reason", claims["by_reason"], "NodeClaims", "No NodeClaim was disrupted.")
+    lines += _counts_table("disruption reason", claims["by_reason"], "NodeClaims", "No NodeClaim was disrupted.")
 
     lines += ["", "### Pods that never ran", ""]
     if run["never_ran"]:
@@ -296,10 +296,10 @@ def terminal(document: dict[str, Any]) -> str:
     lines = [f"A simulated day: {document['trace']} on stack {document['stack']}", ""]
     lines.append(comparison_table(document["summary"]))
     for run in document["runs"]:
-        cost = run["cost"]
+        max_wait = _worst(run["waits"]["by_team"], "max_s")
         lines.append(
-            f"{run['variant']} run {run['run']}: {_cost_line(run)}, ratio {_ratio(cost['ratio'])}, "
-            f"max wait {_seconds(_worst(run['waits']['by_team'], 'max_s'))} s, {_disrupted(run)} pods disrupted, "
+            f"{run['variant']} run {run['run']}: {_cost_line(run)}, ratio {_ratio(run['cost']['ratio'])}, "
+            f"max wait {NOT_AVAILABLE if max_wait is None else f'{max_wait:.1f} s'}, {_disrupted(run)} pods disrupted, "
             f"{_never_ran(run)} never ran; {REPORT_DIR}/{png_name(run)}"
         )
     lines.append(f"report: {REPORT_DIR}/simulate.md")

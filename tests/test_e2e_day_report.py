@@ -278,7 +278,7 @@ def test_terminal_has_the_comparison_and_a_line_per_run_naming_its_plot():
         "3 pods disrupted, 3 never ran; build/e2e/simulate-stack-run1.png"
     ) in text
     assert "idle run 2:" in text
-    assert "max wait n/a s, 0 pods disrupted, 0 never ran; build/e2e/simulate-idle-run2.png" in text
+    assert "max wait n/a, 0 pods disrupted, 0 never ran; build/e2e/simulate-idle-run2.png" in text
 
 
 @pytest.mark.parametrize("timeline", ["two samples", "empty"])
