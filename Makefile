@@ -43,9 +43,9 @@ rules-test: $(VENV)/.installed ## promtool check/test the GPU alerts, parse ever
 e2e: $(VENV)/.installed ## offline cluster: real kube-apiserver, Karpenter and KWOK run the stack (needs Go)
 	$(PY) -m e2e
 
-simulate: $(VENV)/.installed ## a workload mix through the offline cluster's Karpenter: nodes, cost, use (WORKLOAD=file)
-	@test -n "$(WORKLOAD)" || { echo "usage: make simulate WORKLOAD=examples/workloads/inference-mix.yaml" >&2; exit 2; }
-	$(PY) -m e2e --simulate $(WORKLOAD)
+simulate: $(VENV)/.installed ## a workload mix, or a day's trace per stack variant (RUNS=n each), through the offline cluster
+	@test -n "$(WORKLOAD)" || { echo "usage: make simulate WORKLOAD=examples/workloads/inference-day.yaml [RUNS=3]" >&2; exit 2; }
+	$(PY) -m e2e --simulate $(WORKLOAD) $(if $(RUNS),--runs $(RUNS))
 
 admission-test: $(VENV)/.installed ## run the team admission policies on sample pods with kube-apiserver's CEL code (needs Go)
 	$(PY) -m tools.admission_test

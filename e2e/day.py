@@ -172,7 +172,7 @@ class Observations:
     events: list[dict[str, Any]] = field(default_factory=list)
     compression: list[str] = field(default_factory=list)
     windows: list[Window] = field(default_factory=list)
-    wall_seconds: float = 0.0
+    wall_seconds: float = 0.0  # the whole run, the rig's start-up included
 
 
 def _epoch(timestamp: str | None) -> float | None:
@@ -259,7 +259,6 @@ class Day:
             self._observe(seen, now)
             self._finish_batches(seen, running_batches, now)
             time.sleep(max(0.0, POLL_S - (time.time() - now)))
-        seen.wall_seconds = time.time() - seen.day_start
         self._collect_events(seen)
         self._clean_up()
         return seen

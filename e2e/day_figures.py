@@ -72,15 +72,15 @@ def _whole_gpus(kind: NodeType, slots: int) -> NodeType:
     return NodeType(kind.name, kind.usd_per_hour, kind.cpu_millis, kind.memory_mib, kind.pods, kind.gpus, slots, 0, 0)
 
 
-def oracle_per_step(trace: Trace, pools: Pools) -> list[float]:
-    """$/h of the cheapest per-GPU packing of what the trace wants alive at each step."""
+def oracle_per_step(trace: Trace, pools: Pools) -> list[dict[str, float]]:
+    """Per step, pool -> $/h of the cheapest per-GPU packing of what the trace wants alive then on that pool."""
     cache: dict[tuple[str, tuple[tuple[PodShape, int], ...]], float] = {}
     per_step = []
     for minute in trace.steps():
         by_pool: dict[str, Counter[PodShape]] = {}
         for group, count in demand_at(trace, minute):
             by_pool.setdefault(group.pool, Counter())[pools.shape(group)] += count
-        usd = 0.0
+        usd: dict[str, float] = {}
         for pool, shapes in sorted(by_pool.items()):
             key = (pool, tuple(sorted(shapes.items(), key=repr)))
             if key not in cache:
@@ -88,13 +88,13 @@ def oracle_per_step(trace: Trace, pools: Pools) -> list[float]:
                 if found is None:
                     raise RigError(f"no instance type of pool {pool} holds every pod the trace asks for")
                 cache[key] = found[0]
-            usd += cache[key]
-        per_step.append(round(usd, 3))
+            usd[pool] = cache[key]
+        per_step.append(usd)
     return per_step
 
 
 def run_document(
-    trace: Trace, seen: Observations, pools: Pools, oracle: list[float], identity: dict[str, Any]
+    trace: Trace, seen: Observations, pools: Pools, oracle: list[dict[str, float]], identity: dict[str, Any]
 ) -> dict[str, Any]:
     """The run's figures in the shape e2e.day_report reads."""
     scale = trace.seconds_per_hour
@@ -107,13 +107,26 @@ def run_document(
         return pools.catalog.instance_type(instance_type).on_demand_usd_per_hour
 
     node_hours: Counter[str] = Counter()
+    usd_by_pool: Counter[str] = Counter()
     for claim in seen.claims.values():
         start, end = max(claim.created, seen.day_start), min(claim.deleted or seen.day_end, seen.day_end)
         if end > start and claim.instance_type:
             node_hours[claim.instance_type] += (end - start) / scale
+            usd_by_pool[claim.pool] += (end - start) / scale * price(claim.instance_type)
     usd_by_type = {t: round(h * price(t), 3) for t, h in sorted(node_hours.items())}
     usd = round(sum(usd_by_type.values()), 3)
-    oracle_usd = round(sum(oracle) * trace.step_minutes / 60, 3)
+    oracle_by_pool: Counter[str] = Counter()
+    for step in oracle:
+        oracle_by_pool.update({pool: usd * trace.step_minutes / 60 for pool, usd in step.items()})
+    oracle_usd = round(sum(oracle_by_pool.values()), 3)
+    by_pool = {
+        pool: {
+            "usd": round(usd_by_pool[pool], 3),
+            "oracle_usd": round(oracle_by_pool[pool], 3),
+            "ratio": round(usd_by_pool[pool] / oracle_by_pool[pool], 3) if oracle_by_pool[pool] else None,
+        }
+        for pool in sorted(set(usd_by_pool) | set(oracle_by_pool))
+    }
     return {
         "kind": "trace",
         **identity,
@@ -129,6 +142,7 @@ def run_document(
             "ratio": round(usd / oracle_usd, 3) if oracle_usd else None,
             "node_hours_by_type": {t: round(h, 2) for t, h in sorted(node_hours.items())},
             "usd_by_type": usd_by_type,
+            "by_pool": by_pool,
         },
         "timeline": _timeline(trace, seen, pools, oracle, groups, hour, price),
         "waits": _waits(seen),
@@ -142,7 +156,7 @@ def _timeline(
     trace: Trace,
     seen: Observations,
     pools: Pools,
-    oracle: list[float],
+    oracle: list[dict[str, float]],
     groups: dict[str, PodRequests],
     hour: Callable[[float], float],
     price: Callable[[str], float],
@@ -160,7 +174,7 @@ def _timeline(
             {
                 "hour": round(hour(sample.at), 3),
                 "usd_per_hour": round(sum(price(c.instance_type) for c in alive), 3),
-                "oracle_usd_per_hour": oracle[max(0, step)],
+                "oracle_usd_per_hour": round(sum(oracle[max(0, step)].values()), 3),
                 "gpu_memory_used_mib": used_mib,
                 "gpu_memory_paid_mib": sum(t.gpu_count * pools.catalog.gpu_model_of(t).nvml_memory_mib for t in gpus),
                 "gpu_cores_used": used_cores,
@@ -243,22 +257,31 @@ def _nodeclaims(seen: Observations) -> dict[str, Any]:
 
 
 def _never_ran(seen: Observations) -> list[dict[str, Any]]:
-    """Pods that never ran, grouped by who refused them and what they said; ReplicaSets' pods admission refused."""
+    """Pods that never ran, grouped by who refused them, what they said (node names as <node>, so one cause is one
+    line) and whether the trace removed them while they waited; plus the pods admission refused."""
     karpenter = {
         event["uid"]: event["message"]
         for event in sorted(seen.events, key=lambda e: e["at"])
         if event["reason"] == "FailedScheduling" and event["source"] == "karpenter"
     }
+    nodes = sorted({claim.node for claim in seen.claims.values() if claim.node}, key=len, reverse=True)
+
+    def plain(message: str) -> str:
+        for node in nodes:
+            message = message.replace(node, "<node>")
+        return message
+
     found: Counter[tuple[str, str]] = Counter()
     for pod in seen.pods.values():
         if pod.running is not None:
             continue
+        when = "removed while waiting" if pod.gone is not None else "still waiting at the day's end"
         if pod.uid in karpenter:
-            found[("karpenter", karpenter[pod.uid])] += 1
+            found[("karpenter", f"{when}: {plain(karpenter[pod.uid])}")] += 1
         elif pod.pending_message:
-            found[(pod.scheduler or "scheduler", pod.pending_message)] += 1
+            found[(pod.scheduler or "scheduler", f"{when}: {plain(pod.pending_message)}")] += 1
         else:
-            found[("nobody", "removed or day ended before any scheduler answered")] += 1
+            found[("nobody", f"{when}, before any scheduler answered")] += 1
     for event in seen.events:
         if event["reason"] == "FailedCreate":
             found[("admission", event["message"])] += event["count"]

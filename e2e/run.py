@@ -204,6 +204,7 @@ def run(args: argparse.Namespace) -> int:
                     flush=True,
                 )
                 seen = Day(ctx, workload, plans[running_stack]).run()
+                seen.wall_seconds = time.monotonic() - started  # the rig's start-up included: what a user waits
                 pools = Pools(plans[running_stack], catalog, hami)
                 identity = {"trace": str(args.simulate), "variant": args.variant, "run": args.run}
                 simulation = run_document(workload, seen, pools, oracle_per_step(workload, pools), identity)

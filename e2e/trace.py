@@ -40,14 +40,27 @@ class PodRequests(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
-    name: str = Field(pattern=NAME)
-    team: str
-    pool: str
-    vgpus: int = Field(default=1, ge=1, le=16)
-    gpu_memory_mib: int | None = Field(default=None, alias="gpuMemoryMib", ge=1)
-    gpu_cores: int | None = Field(default=None, alias="gpuCores", ge=1, le=100)
-    cpu: str = Field(default="500m", pattern=r"^[0-9]+m?$")
-    memory: str = Field(default="1Gi", pattern=r"^[0-9]+(Mi|Gi)$")
+    name: str = Field(pattern=NAME, description="Names the group's Deployments; unique across deployments and jobs")
+    team: str = Field(description="A team of the stack: its namespace runs the pods")
+    pool: str = Field(description="One of the team's pools: the pods select it")
+    vgpus: int = Field(
+        default=1,
+        ge=1,
+        le=16,
+        description="GPUs per pod: HAMi vGPUs, time-sliced replicas or whole GPUs, as the pool shares them",
+    )
+    gpu_memory_mib: int | None = Field(
+        default=None, alias="gpuMemoryMib", ge=1, description="GPU memory per vGPU; required on a HAMi pool"
+    )
+    gpu_cores: int | None = Field(
+        default=None,
+        alias="gpuCores",
+        ge=1,
+        le=100,
+        description="Percent of a GPU's cores per vGPU; required on a HAMi pool",
+    )
+    cpu: str = Field(default="500m", pattern=r"^[0-9]+m?$", description="CPU request per pod")
+    memory: str = Field(default="1Gi", pattern=r"^[0-9]+(Mi|Gi)$", description="Memory request per pod")
 
 
 class Diurnal(BaseModel):
@@ -55,9 +68,9 @@ class Diurnal(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
-    trough: int = Field(ge=0, le=1000)
-    peak: int = Field(ge=1, le=1000)
-    peak_at: str = Field(alias="peakAt")
+    trough: int = Field(ge=0, le=1000, description="Replicas twelve hours from the peak")
+    peak: int = Field(ge=1, le=1000, description="Replicas at peakAt")
+    peak_at: str = Field(alias="peakAt", description="Time of day (HH:MM) of the peak")
 
     @field_validator("peak_at")
     @classmethod
@@ -80,8 +93,10 @@ class DeploymentGroup(PodRequests):
     """Pods of a Deployment whose replica count follows the day: `replicas` steps `{HH:MM: count}` (0 before the
     first), or a `diurnal` curve."""
 
-    replicas: dict[str, int] | None = None
-    diurnal: Diurnal | None = None
+    replicas: dict[str, int] | None = Field(
+        default=None, description="Steps {HH:MM: replicas}, each held until the next (0 before the first)"
+    )
+    diurnal: Diurnal | None = Field(default=None, description="A cosine day curve instead of replicas steps")
 
     @field_validator("replicas")
     @classmethod
@@ -119,11 +134,13 @@ class Arrival(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
-    at: str
-    count: int = Field(ge=1, le=100)
-    duration_minutes: int = Field(alias="durationMinutes", ge=1, le=48 * 60)
-    every_minutes: int | None = Field(default=None, alias="everyMinutes", ge=1)
-    until: str | None = None
+    at: str = Field(description="Time of day (HH:MM) the pods arrive")
+    count: int = Field(ge=1, le=100, description="Pods that arrive together")
+    duration_minutes: int = Field(
+        alias="durationMinutes", ge=1, le=48 * 60, description="Simulated minutes they run once all of them run"
+    )
+    every_minutes: int | None = Field(default=None, alias="everyMinutes", ge=1, description="Repeat at this interval")
+    until: str | None = Field(default=None, description="Last repeat (HH:MM), with everyMinutes")
 
     @field_validator("at", "until")
     @classmethod
@@ -151,7 +168,7 @@ class Arrival(BaseModel):
 class JobGroup(PodRequests):
     """Batches of pods that arrive, run for a while and finish."""
 
-    arrivals: tuple[Arrival, ...] = Field(min_length=1)
+    arrivals: tuple[Arrival, ...] = Field(min_length=1, description="When the group's batches arrive")
 
 
 class Variant(BaseModel):
@@ -160,9 +177,13 @@ class Variant(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    name: str = Field(pattern=NAME)
-    pools: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    teams: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    name: str = Field(pattern=NAME, description="Names the variant in the comparison; not `stack`")
+    pools: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="Pool name -> keys of gpushare:pools to change (null removes a key)"
+    )
+    teams: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="Team name -> keys of gpushare:teams to change (null removes a key)"
+    )
 
     @model_validator(mode="after")
     def _changes_something(self) -> Variant:
@@ -174,14 +195,26 @@ class Variant(BaseModel):
 class Trace(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
-    stack: Literal["dev", "prod"]
-    seconds_per_hour: int = Field(default=20, alias="secondsPerHour", ge=5, le=3600)
-    hours: int = Field(default=24, ge=1, le=24)
-    step_minutes: int = Field(default=15, alias="stepMinutes", ge=1, le=60)
-    weekday: Literal["mon", "tue", "wed", "thu", "fri", "sat", "sun"] = "wed"
-    deployments: tuple[DeploymentGroup, ...] = ()
-    jobs: tuple[JobGroup, ...] = ()
-    variants: tuple[Variant, ...] = ()
+    stack: Literal["dev", "prod"] = Field(description="The stack (Pulumi.<stack>.yaml) the day runs on")
+    seconds_per_hour: int = Field(
+        default=20, alias="secondsPerHour", ge=5, le=3600, description="Real seconds per simulated hour"
+    )
+    hours: int = Field(default=24, ge=1, le=24, description="Length of the simulated day, from 00:00")
+    step_minutes: int = Field(
+        default=15,
+        alias="stepMinutes",
+        ge=1,
+        le=60,
+        description="How often replica curves are sampled and the oracle is computed (simulated minutes)",
+    )
+    weekday: Literal["mon", "tue", "wed", "thu", "fri", "sat", "sun"] = Field(
+        default="wed", description="The simulated day's weekday: which scheduled disruption budgets open"
+    )
+    deployments: tuple[DeploymentGroup, ...] = Field(default=(), description="Groups whose replicas follow the day")
+    jobs: tuple[JobGroup, ...] = Field(default=(), description="Groups of pods that arrive, run and finish")
+    variants: tuple[Variant, ...] = Field(
+        default=(), description="Copies of the stack to run the same day against, each compared with the stack"
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> Trace:

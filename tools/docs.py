@@ -19,6 +19,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
+from e2e.trace import Trace
 from gpushare.catalog import load_catalog
 from gpushare.config import PROJECT, StackConfig
 from gpushare.errors import UserError
@@ -145,6 +146,15 @@ def config_table() -> str:
     return "\n".join(lines)
 
 
+def trace_table() -> str:
+    """Every key of a `make simulate` trace file (e2e.trace), from its schema."""
+    lines = ["| key | type | default | allowed | meaning |", "|---|---|---|---|---|"]
+    for name, field in Trace.model_fields.items():
+        for key, kind, default, allowed, meaning in field_rows(field.alias or name, field):
+            lines.append(f"| {_code(key)} | {_text(kind)} | {default} | {allowed} | {_text(meaning)} |")
+    return "\n".join(lines)
+
+
 def catalog_table() -> str:
     """Every catalog instance type with what one node registers under the default HAMi profile."""
     catalog = load_catalog()
@@ -194,6 +204,7 @@ def policy_config_table() -> str:
 TABLES: dict[str, Callable[[], str]] = {
     "config-table": config_table,
     "catalog-table": catalog_table,
+    "trace-table": trace_table,
     "policy-table": policy_table,
     "policy-config-table": policy_config_table,
 }
