@@ -112,6 +112,8 @@ def summary(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         "ratio": lambda run: run["cost"]["ratio"],
         "p95_wait_s": lambda run: _worst(run["waits"]["by_team"], "p95_s"),
         "max_wait_s": lambda run: _worst(run["waits"]["by_team"], "max_s"),
+        "beyond_launch_max_s": lambda run: _worst(run["waits"]["by_team"], "beyond_launch_max_s"),
+        "disrupted_in_budget_window": lambda run: sum(run["disruptions"]["in_budget_window"].values()),
         "pods_disrupted": _disrupted,
         "nodeclaims_launched": lambda run: run["nodeclaims"]["launched"],
         "wall_seconds_per_simulated_hour": lambda run: run["wall_seconds_per_simulated_hour"],
@@ -174,8 +176,11 @@ def comparison_table(summary: dict[str, dict[str, Any]]) -> str:
         "ratio to oracle",
         "p95 wait s",
         "max wait s",
+        "max wait after node launch s",
         "pods disrupted",
+        "of them in budget windows",
         "NodeClaims launched",
+        "cost spread %",
         "s per simulated hour",
     ]
     rows = []
@@ -192,8 +197,11 @@ def comparison_table(summary: dict[str, dict[str, Any]]) -> str:
                 _ratio(entry["ratio"]["median"]),
                 _seconds(entry["p95_wait_s"]["median"]),
                 _seconds(entry["max_wait_s"]["median"]),
+                _seconds(entry["beyond_launch_max_s"]["median"]),
                 _count(entry["pods_disrupted"]["median"]),
+                _count(entry["disrupted_in_budget_window"]["median"]),
                 _count(entry["nodeclaims_launched"]["median"]),
+                _fmt(entry["spread_percent"], 1),
                 _seconds(entry["wall_seconds_per_simulated_hour"]["median"]),
             ]
         )
@@ -249,13 +257,23 @@ def _run_section(run: dict[str, Any]) -> list[str]:
     else:
         lines.append("No nodes were launched.")
 
+    rows = [
+        [name, _usd(pool["usd"]), _usd(pool["oracle_usd"]), _ratio(pool["ratio"])]
+        for name, pool in cost["by_pool"].items()
+    ]
+    lines += ["", "### Cost by pool", ""]
+    lines += _table(["pool", "$", "oracle $", "ratio"], rows) if rows else ["No pool was paid for or asked for."]
+
     lines += ["", "### Waits by team", "", *_waits_table("team", waits["by_team"])]
     lines += ["", "### Waits by priority", "", *_waits_table("priority class", waits["by_priority"])]
 
     lines += ["", "### Disruptions", "", f"{_disrupted(run)} pods disrupted.", ""]
     lines += _counts_table("cause", disruptions["by_cause"], "pods", "No disruption cause was recorded.")
     windows = disruptions["in_budget_window"]
-    lines += ["", *_counts_table("budget window", windows, "pods disrupted inside it", "No budget window was watched.")]
+    lines += [
+        "",
+        *_counts_table("team", windows, "pods evicted inside a zero-node budget window", "No team was watched."),
+    ]
 
     lines += ["", "### NodeClaims", "", f"{claims['launched']} launched, {claims['consolidated']} consolidated.", ""]
     lines += _counts_table("disruption reason", claims["by_reason"], "NodeClaims", "No NodeClaim was disrupted.")

@@ -17,6 +17,7 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 # Every run's section of the Markdown report, in order.
 RUN_HEADINGS = [
     "### Nodes by instance type",
+    "### Cost by pool",
     "### Waits by team",
     "### Waits by priority",
     "### Disruptions",
@@ -49,6 +50,7 @@ def _sample() -> dict[str, Any]:
             "ratio": 1.209,
             "node_hours_by_type": {"g4dn.xlarge": 20.5, "g5.xlarge": 6.1},
             "usd_by_type": {"g4dn.xlarge": 10.78, "g5.xlarge": 6.13},
+            "by_pool": {"g4dn-shared": {"usd": 14.52, "oracle_usd": 12.01, "ratio": 1.209}},
         },
         "timeline": [
             {
@@ -108,6 +110,7 @@ def _empty(variant: str = "stack", run: int = 1) -> dict[str, Any]:
         timeline=[],
         cost__node_hours_by_type={},
         cost__usd_by_type={},
+        cost__by_pool={},
         waits__by_team={},
         waits__by_priority={},
         disruptions__by_cause={},
@@ -118,9 +121,9 @@ def _empty(variant: str = "stack", run: int = 1) -> dict[str, Any]:
 
 
 def _waits(**p95_by_team: float) -> dict[str, dict[str, Any]]:
-    """Five pods per team, each team's max wait 10 s above its p95."""
+    """Five pods per team, each team's max wait 10 s above its p95, half its p95 after its node's launch."""
     return {
-        team: {"pods": 5, "p50_s": 1.0, "p95_s": p95, "max_s": p95 + 10, "beyond_launch_max_s": 0.0}
+        team: {"pods": 5, "p50_s": 1.0, "p95_s": p95, "max_s": p95 + 10, "beyond_launch_max_s": p95 / 2}
         for team, p95 in p95_by_team.items()
     }
 
@@ -211,13 +214,17 @@ def test_comparison_table_has_a_row_per_variant_with_medians_and_the_cost_range_
     table = comparison_table(summary(THREE_RUNS))
     header = table.splitlines()[0]
     assert header == (
-        "| variant | runs | day cost $ | ratio to oracle | p95 wait s | max wait s | pods disrupted | "
-        "NodeClaims launched | s per simulated hour |"
+        "| variant | runs | day cost $ | ratio to oracle | p95 wait s | max wait s | max wait after node launch s | "
+        "pods disrupted | of them in budget windows | NodeClaims launched | cost spread % | s per simulated hour |"
     )
     rows = _rows(table)
     assert list(rows) == ["with-buffer", "stack"]
-    assert rows["stack"] == ["stack", "3", "12.00 (10.00-16.00)", "1.200", "160.0", "170.0", "1", "12", "21.0"]
-    assert rows["with-buffer"] == ["with-buffer", "1", "9.00", "0.750", "5.0", "15.0", "1", "12", "20.8"]
+    assert rows["stack"] == [
+        *("stack", "3", "12.00 (10.00-16.00)", "1.200", "160.0", "170.0", "80.0", "1", "0", "12", "50.0", "21.0")
+    ]
+    assert rows["with-buffer"] == [
+        *("with-buffer", "1", "9.00", "0.750", "5.0", "15.0", "2.5", "1", "0", "12", "0.0", "20.8")
+    ]
 
 
 def test_comparison_table_says_n_a_for_waits_of_a_variant_without_pods():
@@ -252,6 +259,7 @@ def test_markdown_shows_a_populated_runs_figures():
     assert "3 pods disrupted." in text
     assert "| Underutilized | 3 |" in text
     assert "| inference | 0 |" in text
+    assert "| g4dn-shared | 14.52 | 12.01 | 1.209 |" in text
     assert "12 launched, 10 consolidated." in text
     assert '| admission | 3 | pods "x" is forbidden: exceeded quota ... |' in text
     assert "- budget g4dn-shared nodes 0 from 15:00 for 9h -> cron '41 11 * * *' for 3m" in text
