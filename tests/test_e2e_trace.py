@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from e2e.__main__ import _problems
+from e2e.__main__ import _problems, main
 from e2e.simulate import Workload, load_simulation
 from e2e.trace import (
     Trace,
@@ -214,3 +214,17 @@ def test_a_variant_the_program_refuses_is_a_problem_of_the_trace(tmp_path: Path)
     [problem] = _problems(path)
     assert problem.startswith(f"{path}: variants[0] (bad): ")
     assert "maxGpus" in problem
+
+
+def test_make_simulate_refuses_a_bad_trace_before_building_anything(tmp_path: Path, capsys):
+    path = tmp_path / "t.yaml"
+    path.write_text(BAD)
+    assert main(["--simulate", str(path)]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 9
+    assert all(line.startswith(f"e2e: {path}: ") for line in lines)
+
+
+def test_runs_repeat_a_trace_not_a_fixed_mix(capsys):
+    assert main(["--simulate", str(ROOT / "examples" / "workloads" / "inference-mix.yaml"), "--runs", "2"]) == 2
+    assert "a fixed mix runs once" in capsys.readouterr().err
