@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,10 @@ import matplotlib
 import matplotlib.image
 import pytest
 
+from e2e import __main__ as entry
 from e2e.day_report import comparison_table, markdown, plot, summary, terminal
+from e2e.trace import load_trace
+from tests.conftest import ROOT
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 # Every run's section of the Markdown report, in order.
@@ -305,3 +309,23 @@ def test_plot_is_the_same_bytes_twice_and_names_no_matplotlib_version(tmp_path: 
     plot(_run(), second)
     assert first.read_bytes() == second.read_bytes()
     assert matplotlib.__version__.encode() not in first.read_bytes()
+
+
+def test_gather_orders_the_runs_as_the_trace_lists_its_variants_and_writes_the_reports(tmp_path: Path, monkeypatch):
+    trace = load_trace(ROOT / "examples" / "workloads" / "inference-day.yaml")
+    runs_dir = tmp_path / "simulate-runs"
+    runs_dir.mkdir()
+    for variant, run in (("four-gpu-batch", 1), ("stack", 2), ("when-empty", 1), ("stack", 1)):
+        (runs_dir / f"simulate-{variant}-run{run}.json").write_text(json.dumps(_run(variant, run)))
+    monkeypatch.setattr(entry, "REPORT_DIR", tmp_path)
+    monkeypatch.setattr(entry, "RUNS_DIR", runs_dir)
+    entry._gather(Path("examples/workloads/inference-day.yaml"), trace)
+    document = json.loads((tmp_path / "simulate.json").read_text())
+    assert [(run["variant"], run["run"]) for run in document["runs"]] == [
+        ("stack", 1),
+        ("stack", 2),
+        ("when-empty", 1),
+        ("four-gpu-batch", 1),
+    ]
+    assert document["summary"]["stack"]["runs"] == 2
+    assert "## four-gpu-batch, run 1" in (tmp_path / "simulate.md").read_text()
