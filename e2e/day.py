@@ -23,7 +23,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from e2e.api import ApiError
-from e2e.scenarios import Context, gpu_deployment, nodeclaims
+from e2e.scenarios import Context, condition, gpu_deployment, nodeclaims
 from e2e.stack import Plan, budget_duration, daily_window, for_rig
 from e2e.trace import WEEKDAYS, Batch, DeploymentGroup, PodRequests, Trace, batches, replica_schedule
 from gpushare import names
@@ -181,10 +181,6 @@ def _epoch(timestamp: str | None) -> float | None:
     return datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
 
 
-def _condition(obj: dict[str, Any], kind: str) -> dict[str, Any]:
-    return next((c for c in obj.get("status", {}).get("conditions", []) if c.get("type") == kind), {})
-
-
 class Day:
     """Follows one trace on the running rig (`ctx`) with the stack as `plan` renders it."""
 
@@ -313,15 +309,13 @@ class Day:
                     record.gone = record.gone or _epoch(meta["deletionTimestamp"]) or now
                     continue
                 if status.get("phase") == "Running":
-                    ready = _condition(pod, "Ready")
+                    ready = condition(pod, "Ready")
                     record.running = record.running or _epoch(ready.get("lastTransitionTime")) or now
                     record.node = spec.get("nodeName")
                     running[record.group] = running.get(record.group, 0) + 1
                 else:
                     pending += 1
-                    record.pending_message = (
-                        _condition(pod, "PodScheduled").get("message", "") or record.pending_message
-                    )
+                    record.pending_message = condition(pod, "PodScheduled").get("message", "") or record.pending_message
         for record in seen.pods.values():
             if record.uid not in present and record.gone is None:
                 record.gone = now
@@ -341,10 +335,10 @@ class Day:
             claims_present.add(meta["name"])
             record.instance_type = record.instance_type or meta.get("labels", {}).get(names.INSTANCE_TYPE_LABEL, "")
             record.node = claim.get("status", {}).get("nodeName") or record.node
-            initialized = _condition(claim, "Initialized")
+            initialized = condition(claim, "Initialized")
             if initialized.get("status") == "True" and record.initialized is None:
                 record.initialized = _epoch(initialized.get("lastTransitionTime")) or now
-            reason = _condition(claim, "DisruptionReason")
+            reason = condition(claim, "DisruptionReason")
             if reason.get("status") == "True":
                 record.disruption = reason.get("reason", "")
             if meta.get("deletionTimestamp") and record.deleted is None:

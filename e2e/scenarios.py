@@ -258,7 +258,7 @@ def nodeclaims(ctx: Context) -> list[dict[str, Any]]:
     return ctx.api.items("/apis/karpenter.sh/v1/nodeclaims")
 
 
-def _condition(obj: dict[str, Any], kind: str) -> dict[str, Any]:
+def condition(obj: dict[str, Any], kind: str) -> dict[str, Any]:
     return next((c for c in obj.get("status", {}).get("conditions", []) if c["type"] == kind), {})
 
 
@@ -305,7 +305,7 @@ def seed_scale_up(ctx: Context, stack: str, team: str) -> Result:
     # initialize (the device plugins register), not only the ones the pods landed on.
     _wait(
         "every NodeClaim Initialized",
-        lambda: all(_condition(c, "Initialized").get("status") == "True" for c in nodeclaims(ctx)),
+        lambda: all(condition(c, "Initialized").get("status") == "True" for c in nodeclaims(ctx)),
         60,
     )
     claims = nodeclaims(ctx)
@@ -1029,11 +1029,11 @@ def resource_not_registered(ctx: Context, stack: str, team: str) -> Result:
 
         def stuck() -> bool:
             claims = nodeclaims(ctx)
-            return bool(claims) and _condition(claims[0], "Initialized").get("reason") == "ResourceNotRegistered"
+            return bool(claims) and condition(claims[0], "Initialized").get("reason") == "ResourceNotRegistered"
 
         seconds = _wait("a NodeClaim Initialized=Unknown, reason ResourceNotRegistered", stuck)
         [claim] = nodeclaims(ctx)
-        condition = _condition(claim, "Initialized")
+        initialized = condition(claim, "Initialized")
         name = claim["metadata"]["name"]
 
         def firing() -> bool:
@@ -1057,14 +1057,14 @@ def resource_not_registered(ctx: Context, stack: str, team: str) -> Result:
     return Result(
         "resource-not-registered",
         True,
-        f"Initialized={condition['status']} ({condition['reason']}) after {seconds:.0f} s, "
+        f"Initialized={initialized['status']} ({initialized['reason']}) after {seconds:.0f} s, "
         f"{prometheus.NOT_INITIALIZED_ALERT} firing after {alert_s:.0f} s, still there {hold_s} s after its pods "
         f"left; consolidated {gone:.0f} s after the plugin ran",
         {
             "seconds_to_condition": round(seconds, 1),
             "seconds_to_alert": round(alert_s, 1),
             "held_s": hold_s,
-            "message": condition.get("message", ""),
+            "message": initialized.get("message", ""),
         },
     )
 
