@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import copy
 import math
-import re
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -28,21 +27,16 @@ from e2e.stack import Plan, budget_duration, daily_window, for_rig
 from e2e.trace import WEEKDAYS, Batch, DeploymentGroup, PodRequests, Trace, batches, replica_schedule
 from gpushare import names
 from gpushare.karpenter_api import CronSchedule, parse_schedule
+from gpushare.metrics import duration_seconds
 
 POLL_S = 2.0
 GROUP_LABEL = "simulate.gpushare.io/group"
 
 
-def _seconds(duration: str) -> float:
-    """A Go duration as NodePools write them (`15m`, `1h30m`, `720h`, `30s`)."""
-    units = {"h": 3600, "m": 60, "s": 1}
-    return sum(int(amount) * units[unit] for amount, unit in re.findall(r"([0-9]+)([hms])", duration))
-
-
 def _scaled(duration: str, seconds_per_hour: int) -> str:
     if duration == "Never":
         return duration
-    return f"{max(1, round(_seconds(duration) * seconds_per_hour / 3600))}s"
+    return f"{max(1, round((duration_seconds(duration) or 0) * seconds_per_hour / 3600))}s"
 
 
 @dataclass(frozen=True)
@@ -186,10 +180,7 @@ class Day:
 
     def __init__(self, ctx: Context, trace: Trace, plan: Plan) -> None:
         self.ctx, self.trace, self.plan = ctx, trace, plan
-        self.sharing = {
-            pool["metadata"]["name"]: pool["spec"]["template"]["metadata"]["labels"].get(names.SHARING_LABEL, "")
-            for pool in plan.of_kind("NodePool")
-        }
+        self.sharing = plan.pool_sharing()
         self.teams = sorted({group.team for group in trace.groups})
 
     def deployment(self, name: str, group: PodRequests, replicas: int) -> dict[str, Any]:

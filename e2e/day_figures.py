@@ -42,16 +42,15 @@ class Pools:
         values = plan.helm_values.get(names.NVIDIA_PLUGIN_RELEASE)
         nvidia = NvidiaPluginConfig.from_values(values) if values is not None else None
         self.kinds: dict[str, list[NodeType]] = {}
-        self.sharing: dict[str, str] = {}
+        self.sharing = plan.pool_sharing()
+        instance_types = plan.pool_instance_types()
         for pool in plan.of_kind("NodePool"):
             name = pool["metadata"]["name"]
-            labels = pool["spec"]["template"]["metadata"]["labels"]
-            self.sharing[name] = labels.get(names.SHARING_LABEL, "")
-            types = plan.pool_instance_types()[name]
-            kinds = node_types(catalog, types, hami)
+            kinds = node_types(catalog, instance_types[name], hami)
             if self.sharing[name] != names.SHARING_HAMI:
                 slots = 1
                 if nvidia is not None and self.sharing[name] == names.SHARING_TIMESLICE:
+                    labels = pool["spec"]["template"]["metadata"]["labels"]
                     slots = nvidia.register(labels, 1).get(names.GPU_SHARED, 1)
                 kinds = [_whole_gpus(kind, slots) for kind in kinds]
             self.kinds[name] = kinds

@@ -64,6 +64,13 @@ class Plan:
             for pool in self.of_kind("NodePool")
         }
 
+    def pool_sharing(self) -> dict[str, str]:
+        """NodePool name -> how it shares GPUs (its gpushare.io/sharing label: hami, timeslice, exclusive)."""
+        return {
+            pool["metadata"]["name"]: pool["spec"]["template"]["metadata"]["labels"].get(names.SHARING_LABEL, "")
+            for pool in self.of_kind("NodePool")
+        }
+
 
 def node_overlay_gate(plan: Plan) -> str:
     """The NodeOverlay gate as the karpenter chart renders it into FEATURE_GATES (`NodeOverlay={{ value }}`:
