@@ -24,34 +24,30 @@ from e2e import day_report
 from e2e.build import build
 from e2e.errors import RigError
 from e2e.run import REPORT_DIR, RUNS_DIR, parse_args
-from e2e.simulate import load_simulation
-from e2e.stack import variant_plan
-from e2e.trace import BASELINE, Trace, variant_config
+from e2e.simulate import Workload, load_simulation
+from e2e.stack import trace_variant_plan
+from e2e.trace import BASELINE, Trace
 from gpushare.errors import UserError
 
 
-def _problems(path: Path) -> list[str]:
-    """Every problem of the simulation file, including each variant's stack config as the program checks it."""
+def _checked(path: Path) -> tuple[Workload | Trace | None, list[str]]:
+    """The simulation file and every problem of it, including each variant's stack config as the program checks
+    it; no simulation when it cannot be read."""
     try:
         simulation = load_simulation(path)
     except UserError as error:
-        return str(error).splitlines()
+        return None, str(error).splitlines()
     if not isinstance(simulation, Trace):
-        return []
+        return simulation, []
     problems = []
     with tempfile.TemporaryDirectory(prefix="gpushare-variants-") as work:
         for index, variant in enumerate(simulation.variants):
             try:
-                variant_plan(
-                    simulation.stack,
-                    variant.name,
-                    Path(work),
-                    lambda config, v=variant: config.update(variant_config(config, v)),
-                )
+                trace_variant_plan(simulation.stack, variant, Path(work))
             except RigError as error:
                 lines = str(error).split(": ", 1)[-1].splitlines()
                 problems += [f"{path}: variants[{index}] ({variant.name}): {line}" for line in lines]
-    return problems
+    return simulation, problems
 
 
 def _gather(path: Path, trace: Trace) -> None:
@@ -69,12 +65,11 @@ def main(argv: list[str]) -> int:
     args = parse_args(argv)  # reject bad arguments (and a bad simulation file) before a long build
     trace = None
     if args.simulate is not None:
-        problems = _problems(args.simulate)
+        simulation, problems = _checked(args.simulate)
         for line in problems:
             print(f"e2e: {line}", file=sys.stderr)
         if problems:
             return 2
-        simulation = load_simulation(args.simulate)
         trace = simulation if isinstance(simulation, Trace) else None
         if trace is None and args.runs != 1:
             print("e2e: --runs repeats a trace; a fixed mix runs once", file=sys.stderr)

@@ -62,8 +62,8 @@ from e2e.scenarios import (
 )
 from e2e.simulate import Workload, load_simulation, simulate
 from e2e.simulate import table as simulation_table
-from e2e.stack import ROOT, Plan, load_plan, node_overlay_gate, variant_plan, write_plan
-from e2e.trace import BASELINE, Trace, variant_config
+from e2e.stack import ROOT, Plan, load_plan, node_overlay_gate, trace_variant_plan, write_plan
+from e2e.trace import BASELINE, Trace
 from gpushare import names
 from gpushare.catalog import InstanceType, load_catalog
 
@@ -141,9 +141,7 @@ def run(args: argparse.Namespace) -> int:
     plans = {stack: load_plan(stack, write_plan(stack, work / "plans")) for stack in ("dev", "prod")}
     if isinstance(workload, Trace) and args.variant != BASELINE:
         [variant] = [v for v in workload.variants if v.name == args.variant]
-        plans[running_stack] = variant_plan(
-            running_stack, variant.name, work, lambda config: config.update(variant_config(config, variant))
-        )
+        plans[running_stack] = trace_variant_plan(running_stack, variant, work)
     rig = Rig(args.bin_dir, work)
     results: list[Result] = []
     started = time.monotonic()

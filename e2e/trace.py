@@ -107,8 +107,10 @@ class DeploymentGroup(PodRequests):
             raise ValueError("list at least one step {HH:MM: replicas}")
         problems: list[tuple[tuple[int | str, ...], str]] = []
         for clock, count in value.items():
-            if not CLOCK.match(clock):
-                problems.append(((clock,), f"{clock!r} is not a time of day; write HH:MM, 00:00 to 23:59"))
+            try:
+                minute_of(clock)
+            except ValueError as error:
+                problems.append(((clock,), str(error)))
             if not 0 <= count <= 1000:
                 problems.append(((clock,), f"replicas {count} out of range; allowed 0 to 1000"))
         raise_at(problems)

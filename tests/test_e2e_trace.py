@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from e2e.__main__ import _problems, main
+from e2e.__main__ import _checked, main
 from e2e.simulate import Workload, load_simulation
 from e2e.trace import (
     Trace,
@@ -43,7 +43,7 @@ def _trace(**changes) -> Trace:
 
 @pytest.mark.parametrize("path", TRACES, ids=lambda p: p.name)
 def test_every_shipped_trace_is_valid_with_its_variants(path: Path):
-    assert _problems(path) == []
+    assert _checked(path)[1] == []
     assert isinstance(load_simulation(path), Trace)
 
 
@@ -211,7 +211,7 @@ def test_a_variant_the_program_refuses_is_a_problem_of_the_trace(tmp_path: Path)
         "variants:\n"
         "  - {name: bad, pools: {g4dn-shared: {maxGpus: -3}}}\n"
     )
-    [problem] = _problems(path)
+    [problem] = _checked(path)[1]
     assert problem.startswith(f"{path}: variants[0] (bad): ")
     assert "maxGpus" in problem
 
