@@ -20,13 +20,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-from e2e import day_report
-from e2e.build import build
-from e2e.errors import RigError
+from e2e.cluster.build import build
+from e2e.cluster.errors import RigError
 from e2e.run import REPORT_DIR, RUNS_DIR, parse_args
-from e2e.simulate import Workload, load_simulation
-from e2e.stack import trace_variant_plan
-from e2e.trace import BASELINE, Trace
+from e2e.simulator import report as day_report
+from e2e.simulator.mix import Workload, load_simulation
+from e2e.simulator.trace import BASELINE, Trace, trace_variant_plan
 from gpushare.errors import UserError
 
 

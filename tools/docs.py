@@ -19,7 +19,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
-from e2e.trace import Trace
+from e2e.simulator.trace import Trace
 from gpushare.catalog import load_catalog
 from gpushare.config import PROJECT, StackConfig
 from gpushare.errors import UserError
@@ -147,7 +147,7 @@ def config_table() -> str:
 
 
 def trace_table() -> str:
-    """Every key of a `make simulate` trace file (e2e.trace), from its schema."""
+    """Every key of a `make simulate` trace file (e2e.simulator.trace), from its schema."""
     lines = ["| key | type | default | allowed | meaning |", "|---|---|---|---|---|"]
     for name, field in Trace.model_fields.items():
         for key, kind, default, allowed, meaning in field_rows(field.alias or name, field):

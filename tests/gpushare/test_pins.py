@@ -66,7 +66,7 @@ def _go_modules() -> list[str]:
 def test_every_go_module_of_the_rig_and_tools_is_found_by_the_gomod_manager():
     assert "gomod" in RENOVATE["enabledManagers"] and "custom.regex" in RENOVATE["enabledManagers"]
     modules = _go_modules()
-    assert any(module.startswith("e2e/tools/") for module in modules)
+    assert any(module.startswith("e2e/cluster/tools/") for module in modules)
     for module in modules:
         assert any(p.search(module) for p in _file_patterns(RENOVATE["gomod"])), module
 
@@ -100,5 +100,5 @@ def test_renovate_holds_the_hami_mock_webui_pair_together_with_its_reason():
     pinned = [*pins._pins()["charts"], *pins._pins()["images"]]
     family = {name for name in pinned if "hami" in name.lower() or "mock-device-plugin" in name}
     assert family >= {names.HAMI_CHART} and family <= set(rules[0]["matchPackageNames"])
-    gomod = (ROOT / "e2e" / "tools" / "hami" / "go.mod").read_text()
+    gomod = (ROOT / "e2e" / "cluster" / "tools" / "hami" / "go.mod").read_text()
     assert "github.com/Project-HAMi/HAMi " in gomod and "github.com/HAMi/mock-device-plugin " in gomod

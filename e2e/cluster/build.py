@@ -1,10 +1,10 @@
-"""Build the offline cluster's binaries from the pinned Go modules under e2e/tools/, once per pin set.
+"""Build the offline cluster's binaries from the pinned Go modules under e2e/cluster/tools/, once per pin set.
 
 Every binary comes from `go build` of an upstream Go package through the module proxy, pinned by the
-go.mod/go.sum next to it. Output goes to ~/.cache/gpushare-e2e/<hash of e2e/tools>/bin, outside the clone,
+go.mod/go.sum next to it. Output goes to ~/.cache/gpushare-e2e/<hash of e2e/cluster/tools>/bin, outside the clone,
 so a second run (or a fresh clone with the same pins) starts in seconds.
 
-HAMi and its mock device plugin are required in e2e/tools/hami/go.mod like any module, but the Go module proxy
+HAMi and its mock device plugin are required in e2e/cluster/tools/hami/go.mod like any module, but the Go module proxy
 reachable here refuses both (403). Where it does, the build takes their upstream source archives from the
 directory named by GPUSHARE_UPSTREAM_SOURCES, checks each archive's sha256 against the pin below, unpacks it into
 the cache (never into the clone) and points a `replace` at it in a copy of the go.mod kept beside the unpacked
@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from e2e.errors import RigError
+from e2e.cluster.errors import RigError
 
 TOOLS = Path(__file__).resolve().parent / "tools"
 CACHE_ROOT = Path(os.environ.get("GPUSHARE_E2E_CACHE", Path.home() / ".cache" / "gpushare-e2e"))
@@ -114,7 +114,7 @@ def _tree_hash(root: Path) -> str:
 
 
 def pin_hash() -> str:
-    """Hash of every file under e2e/tools: names the directory the rig takes its binaries from."""
+    """Hash of every file under e2e/cluster/tools: names the directory the rig takes its binaries from."""
     return _tree_hash(TOOLS)
 
 
@@ -132,7 +132,7 @@ def go_command() -> str:
     """The go binary, or a RigError that says what to install."""
     go = shutil.which("go")
     if go is None:
-        raise RigError("make e2e needs Go (>= 1.21, which fetches the toolchain e2e/tools/*/go.mod names)")
+        raise RigError("make e2e needs Go (>= 1.21, which fetches the toolchain e2e/cluster/tools/*/go.mod names)")
     return go
 
 
@@ -179,7 +179,7 @@ def _proxy_serves(go: str, module_dir: Path, env: dict[str, str], out: object) -
 
 
 def staged_modfile(go: str, module: str, env: dict[str, str], out: object) -> tuple[Path, str]:
-    """A copy of e2e/tools/<module>/go.mod (and go.sum) in the cache, with a `replace` for each UpstreamSource
+    """A copy of e2e/cluster/tools/<module>/go.mod (and go.sum) in the cache, with a `replace` for each UpstreamSource
     unpacked from GPUSHARE_UPSTREAM_SOURCES, and the -mod mode to build it with: readonly there; where the proxy
     serves the modules, `mod`, so go records their sums in the copy, checked against the checksum database."""
     stage = module_cache(module) / "stage"

@@ -4,7 +4,7 @@ A trace names a stack and a compressed day (`secondsPerHour` real seconds per si
 groups follow a replica count over the day (steps, or a diurnal curve between a trough and a peak); job groups
 arrive with a count of pods that run for a duration. Variants are copies of the stack with pool or team keys
 changed, run against the same trace for a side-by-side comparison. Everything here is pure: the rig
-(e2e.day) follows the schedule, e2e.day_figures measures it.
+(e2e.simulator.day) follows the schedule, e2e.simulator.figures measures it.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from e2e.cluster.stack import Plan, variant_plan
 from gpushare.errors import UserError, all_errors, key_path, raise_at
 from gpushare.files import read_yaml
 
@@ -369,3 +370,8 @@ def variant_config(config: dict[str, Any], variant: Variant) -> dict[str, Any]:
     for key, changes in (("gpushare:pools", variant.pools), ("gpushare:teams", variant.teams)):
         changed[key] = [merged(entry, changes.get(entry["name"], {})) for entry in config.get(key, [])]
     return changed
+
+
+def trace_variant_plan(stack: str, variant: Variant, work: Path) -> Plan:
+    """The offline plan of a trace's variant: Pulumi.<stack>.yaml with the variant's pool and team keys changed."""
+    return variant_plan(stack, variant.name, work, lambda config: config.update(variant_config(config, variant)))

@@ -1,8 +1,9 @@
-"""The figures of one simulated day, from what the rig recorded (e2e.day.Observations): pure, so tested without a rig.
+"""The figures of one simulated day, from what the rig recorded (`day.Observations`): pure, so tested without a
+rig.
 
 Simulated hours are real seconds divided by the trace's `secondsPerHour`; dollars are node-hours (a NodeClaim
 is paid from its creation to its deletion, clipped to the day) at the catalog's on-demand price. The oracle is,
-per step, the cheapest per-GPU packing (e2e.packing) of the pods the trace wants alive then, as if each ran the
+per step, the cheapest per-GPU packing (`packing`) of the pods the trace wants alive then, as if each ran the
 moment it was asked for, summed over the day. Waits are real seconds: the rig compresses the trace's clock,
 not the controllers'.
 """
@@ -14,14 +15,14 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from e2e.day import Observations, PodRecord, Window
-from e2e.device_plugins import NvidiaPluginConfig
-from e2e.errors import RigError
-from e2e.hami_chart import HamiRelease
-from e2e.packing import NodeType, PodShape, best_packing
-from e2e.simulate import node_types, quantity_mib, quantity_millis
-from e2e.stack import Plan
-from e2e.trace import PodRequests, Trace, demand_at
+from e2e.cluster.device_plugins import NvidiaPluginConfig
+from e2e.cluster.errors import RigError
+from e2e.cluster.hami_chart import HamiRelease
+from e2e.cluster.stack import Plan
+from e2e.simulator.day import Observations, PodRecord, Window
+from e2e.simulator.mix import node_types, quantity_mib, quantity_millis
+from e2e.simulator.packing import NodeType, PodShape, best_packing
+from e2e.simulator.trace import PodRequests, Trace, demand_at
 from gpushare import names
 from gpushare.catalog import Catalog
 
@@ -95,7 +96,7 @@ def oracle_per_step(trace: Trace, pools: Pools) -> list[dict[str, float]]:
 def run_document(
     trace: Trace, seen: Observations, pools: Pools, oracle: list[dict[str, float]], identity: dict[str, Any]
 ) -> dict[str, Any]:
-    """The run's figures in the shape e2e.day_report reads."""
+    """The run's figures in the shape e2e.simulator.report reads."""
     scale = trace.seconds_per_hour
     groups = {group.name: group for group in trace.groups}
 

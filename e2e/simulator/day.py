@@ -1,4 +1,4 @@
-"""The rig follows a trace (e2e.trace) through a compressed day and records what real Karpenter and HAMi did.
+"""The rig follows a trace (e2e.simulator.trace) through a compressed day and records what real Karpenter and HAMi did.
 
 Time: simulated minute m happens `m * secondsPerHour / 60` real seconds after the day's start, which is a
 whole real minute so budget windows (cron has minute resolution) line up. The stack's NodePools are applied
@@ -9,7 +9,7 @@ pod's wait, Karpenter's batching and HAMi's placement take real seconds, and wai
 Workloads: a Deployment group is one Deployment whose replicas the rig sets at each step; a job arrival is a
 Deployment of `count` pods, deleted `durationMinutes` after all its pods first ran (KWOK completes a Job's pods
 the moment they run, so real Jobs would finish at once). Every pod and NodeClaim is observed every
-POLL_S real seconds; e2e.day_figures turns the records into figures.
+POLL_S real seconds; e2e.simulator.figures turns the records into figures.
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from e2e.api import ApiError
-from e2e.scenarios import Context, condition, gpu_deployment, nodeclaims
-from e2e.stack import Plan, budget_duration, daily_window, for_rig
-from e2e.trace import WEEKDAYS, Batch, DeploymentGroup, PodRequests, Trace, batches, replica_schedule
+from e2e.cluster.api import ApiError
+from e2e.cluster.stack import Plan, budget_duration, daily_window, for_rig
+from e2e.cluster.workloads import Context, condition, gpu_deployment, nodeclaims
+from e2e.simulator.trace import WEEKDAYS, Batch, DeploymentGroup, PodRequests, Trace, batches, replica_schedule
 from gpushare import names
 from gpushare.karpenter_api import CronSchedule, parse_schedule
 from gpushare.metrics import duration_seconds
@@ -156,7 +156,7 @@ class Sample:
 
 @dataclass
 class Observations:
-    """Everything e2e.day_figures needs: records, samples, the relevant events, and the compression."""
+    """Everything e2e.simulator.figures needs: records, samples, the relevant events, and the compression."""
 
     day_start: float
     day_end: float

@@ -9,12 +9,11 @@ import pytest
 import yaml
 from croniter import croniter
 
-from e2e.build import BINARIES, TOOLS, pin_hash
-from e2e.device_plugins import NvidiaPluginConfig
-from e2e.hami_chart import HamiRelease
-from e2e.instance_types import ZONES, kwok_instance_types
-from e2e.report import UPSTREAM_MODULES, versions
-from e2e.stack import (
+from e2e.cluster.build import BINARIES, TOOLS, pin_hash
+from e2e.cluster.device_plugins import NvidiaPluginConfig
+from e2e.cluster.hami_chart import HamiRelease
+from e2e.cluster.instance_types import ZONES, kwok_instance_types
+from e2e.cluster.stack import (
     KWOK_NODE_CLASS,
     RIG_CONSOLIDATE_AFTER,
     ROOT,
@@ -26,6 +25,7 @@ from e2e.stack import (
     node_overlay_gate,
     write_plan,
 )
+from e2e.suites.report import UPSTREAM_MODULES, versions
 from gpushare import names
 from gpushare.capacity import pool_plans
 from gpushare.catalog import load_catalog

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from e2e.hami_chart import HamiRelease
-from e2e.simulate import Workload, fractional_lower_bound, load_workload, packing_bound, whole_gpu_cost
+from e2e.cluster.hami_chart import HamiRelease
+from e2e.simulator.mix import Workload, fractional_lower_bound, load_workload, packing_bound, whole_gpu_cost
 from gpushare.catalog import load_catalog
 from gpushare.errors import UserError
 from gpushare.names import INSTANCE_TYPE_LABEL as INSTANCE_TYPE

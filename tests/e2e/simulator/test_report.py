@@ -13,8 +13,8 @@ import matplotlib.image
 import pytest
 
 from e2e import __main__ as entry
-from e2e.day_report import comparison_table, markdown, plot, summary, terminal
-from e2e.trace import load_trace
+from e2e.simulator.report import comparison_table, markdown, plot, summary, terminal
+from e2e.simulator.trace import load_trace
 from tests.conftest import ROOT
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

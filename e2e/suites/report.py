@@ -7,15 +7,15 @@ import re
 from pathlib import Path
 from typing import Any
 
-from e2e.build import TOOLS
-from e2e.scenarios import Result
+from e2e.cluster.build import TOOLS
+from e2e.suites.base import Result
 
 DEVIATIONS = (
     "NodePools point at a KWOKNodeClass instead of the EC2NodeClass (the kwok provider launches only for its own "
     "node class); the EC2NodeClass itself is applied and validated in the objects scenarios.",
     "Nodes are KWOK fakes: the node agent registers extended resources as 0 on a new node, as a kubelet does before "
     "device plugins report, then KWOK plays the kubelet's status and pods.",
-    "HAMi's device plugin needs NVML and stays a stand-in: rig-gpu-node (e2e/tools/hami/gpunode, on HAMi's own "
+    "HAMi's device plugin needs NVML and stays a stand-in: rig-gpu-node (e2e/cluster/tools/hami/gpunode, on HAMi's own "
     "packages) writes hami.io/node-nvidia-register with HAMi's encoder from the catalog's NVML memory and the "
     "release's device config, registers nvidia.com/gpu (GPUs x split) through a kubelet stand-in that speaks the "
     "device-plugin gRPC API (Registration, ListAndWatch, Allocate) in a private mount namespace per node, and on "

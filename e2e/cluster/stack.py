@@ -20,12 +20,11 @@ from typing import Any
 
 import yaml
 
-from e2e.errors import RigError
-from e2e.trace import Variant, variant_config
+from e2e.cluster.errors import RigError
 from gpushare import names
 from tests.conftest import PLAN_DATE
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 KWOK_NODE_CLASS = {
     "apiVersion": "karpenter.kwok.sh/v1alpha1",
     "kind": "KWOKNodeClass",
@@ -105,11 +104,6 @@ def variant_plan(stack: str, name: str, work: Path, edit: Callable[[dict[str, An
     copy_file = work / f"Pulumi.{name}.yaml"
     copy_file.write_text(yaml.safe_dump(stack_file))
     return load_plan(name, write_plan(name, work / "plans", copy_file))
-
-
-def trace_variant_plan(stack: str, variant: Variant, work: Path) -> Plan:
-    """The offline plan of a trace's variant: Pulumi.<stack>.yaml with the variant's pool and team keys changed."""
-    return variant_plan(stack, variant.name, work, lambda config: config.update(variant_config(config, variant)))
 
 
 def load_plan(stack: str, plan_dir: Path) -> Plan:

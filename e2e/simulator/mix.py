@@ -1,5 +1,5 @@
 """`make simulate WORKLOAD=...`: a fixed workload mix through the rig's real Karpenter, and what it costs (a trace
-of a whole day goes through e2e.trace and e2e.day instead).
+of a whole day goes through e2e.simulator.trace and e2e.simulator.day instead).
 
 The workload file names a stack and lists pod groups; each group becomes a Deployment of pause containers
 in its team's namespace, on its pool. Once Karpenter has settled, the report gives the nodes by type and
@@ -17,13 +17,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from e2e.errors import RigError
-from e2e.hami_chart import HamiRelease
-from e2e.instance_types import PODS_PER_NODE
-from e2e.packing import NodeType, PodShape, best_packing
-from e2e.scenarios import Context, gpu_deployment, nodeclaims, nodes_by_type, usd_per_hour
-from e2e.stack import ROOT
-from e2e.trace import Trace, load_trace
+from e2e.cluster.errors import RigError
+from e2e.cluster.hami_chart import HamiRelease
+from e2e.cluster.instance_types import PODS_PER_NODE
+from e2e.cluster.stack import ROOT
+from e2e.cluster.workloads import Context, gpu_deployment, nodeclaims, nodes_by_type, usd_per_hour
+from e2e.simulator.packing import NodeType, PodShape, best_packing
+from e2e.simulator.trace import Trace, load_trace
 from gpushare.catalog import Catalog
 from gpushare.errors import UserError, all_errors, key_path
 from gpushare.files import read_yaml
@@ -79,7 +79,7 @@ def load_workload(path: Path) -> Workload:
 
 
 def load_simulation(path: Path) -> Workload | Trace:
-    """A fixed mix (a file with `pods`) or a trace of a day (e2e.trace), checked against its stack's config."""
+    """A fixed mix (a file with `pods`) or a trace of a day (`trace`), checked against its stack's config."""
     data = read_yaml(path)
     if isinstance(data, dict) and "pods" in data:
         return load_workload(path)
@@ -150,7 +150,7 @@ def node_types(catalog: Catalog, types: list[str], hami: HamiRelease) -> list[No
 def packing_bound(
     catalog: Catalog, pool_types: dict[str, list[str]], workload: Workload, hami: HamiRelease
 ) -> dict[str, Any]:
-    """The cheapest per-GPU packing of each pool's pods (e2e.packing), summed over the pools."""
+    """The cheapest per-GPU packing of each pool's pods (e2e.simulator.packing), summed over the pools."""
     usd, by_type = 0.0, {}
     for pool in sorted({group.pool for group in workload.pods}):
         pods = [

@@ -6,7 +6,7 @@
   speaks the device-plugin gRPC API, a stand-in for HAMi's own device plugin, and the real mock device
   plugin, which register through it.
 - The NVIDIA device plugin (nodes its nodeSelector admits: exclusive and time-sliced pools): once the node is
-  Ready, register what `e2e.device_plugins` derives from the release's values and the GPU.
+  Ready, register what `e2e.cluster.device_plugins` derives from the release's values and the GPU.
 A pool listed in `unplugged_pools` gets no device plugin: the ResourceNotRegistered failure.
 """
 
@@ -16,10 +16,10 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from e2e.api import Api, ApiError
-from e2e.device_plugins import NvidiaPluginConfig
-from e2e.errors import RigError
-from e2e.rig import KUBELET_STARTED
+from e2e.cluster.api import Api, ApiError
+from e2e.cluster.device_plugins import NvidiaPluginConfig
+from e2e.cluster.errors import RigError
+from e2e.cluster.rig import KUBELET_STARTED
 from gpushare import names
 from gpushare.catalog import Catalog, InstanceType
 

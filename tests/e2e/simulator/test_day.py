@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from e2e.day import ClaimRecord, Observations, PodRecord, Sample, Window, compress_pool
-from e2e.day_figures import Pools, oracle_per_step, percentile, run_document
-from e2e.hami_chart import HamiRelease
-from e2e.stack import Plan, load_plan
-from e2e.trace import Trace, load_trace
+from e2e.cluster.hami_chart import HamiRelease
+from e2e.cluster.stack import Plan, load_plan
+from e2e.simulator.day import ClaimRecord, Observations, PodRecord, Sample, Window, compress_pool
+from e2e.simulator.figures import Pools, oracle_per_step, percentile, run_document
+from e2e.simulator.trace import Trace, load_trace
 from gpushare import names
 from gpushare.catalog import load_catalog
 from tests.conftest import ROOT

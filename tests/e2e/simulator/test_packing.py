@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from e2e.packing import NodeType, PodShape, best_packing
+from e2e.simulator.packing import NodeType, PodShape, best_packing
 
 
 def _kind(name: str, usd: float, gpus: int = 1, cpu_millis: int = 3900, gpu_memory_mib: int = 23028) -> NodeType:

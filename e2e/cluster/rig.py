@@ -18,9 +18,9 @@ from pathlib import Path
 
 import yaml
 
-from e2e.api import Api
-from e2e.errors import RigError
-from e2e.hami_chart import HamiRelease
+from e2e.cluster.api import Api
+from e2e.cluster.errors import RigError
+from e2e.cluster.hami_chart import HamiRelease
 
 TOKEN = "gpushare-e2e-admin"
 API_PORT = 6443

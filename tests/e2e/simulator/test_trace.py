@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from e2e.__main__ import _checked, main
-from e2e.simulate import Workload, load_simulation
-from e2e.trace import (
+from e2e.simulator.mix import Workload, load_simulation
+from e2e.simulator.trace import (
     Trace,
     batches,
     demand_at,

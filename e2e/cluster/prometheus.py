@@ -15,10 +15,10 @@ from typing import Any
 
 import yaml
 
-from e2e.errors import RigError
-from e2e.hami_chart import HamiRelease
-from e2e.rig import KARPENTER_METRICS_PORT, PROMETHEUS_PORT
-from e2e.stack import variant_plan
+from e2e.cluster.errors import RigError
+from e2e.cluster.hami_chart import HamiRelease
+from e2e.cluster.rig import KARPENTER_METRICS_PORT, PROMETHEUS_PORT
+from e2e.cluster.stack import variant_plan
 from gpushare import names
 
 RIG_STACK = "rig"

@@ -8,7 +8,7 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from e2e.errors import RigError
+from e2e.cluster.errors import RigError
 
 
 class ApiError(Exception):

@@ -1,0 +1,180 @@
+"""Bring the offline cluster up for the suites or the simulator, and down again.
+
+`Cluster.start` runs the control plane with Karpenter's CRDs and HAMi's scheduler, extender and webhook (enough
+for the objects scenarios); `Cluster.run_stack` then applies the running stack and starts KWOK, Karpenter,
+Prometheus and the node agent. `Cluster.stop` stops every process and keeps their logs, whatever happened.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import shutil
+import ssl
+import subprocess
+import sys
+import urllib.request
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import yaml
+
+from e2e.cluster import prometheus
+from e2e.cluster.device_plugins import NvidiaPluginConfig
+from e2e.cluster.errors import RigError
+from e2e.cluster.hami_chart import HamiRelease
+from e2e.cluster.instance_types import kwok_instance_types
+from e2e.cluster.kubectl import Kubectl, KubectlError
+from e2e.cluster.node_agent import RIG_STACK_LABEL, NodeAgent
+from e2e.cluster.rig import Rig, wait_for
+from e2e.cluster.stack import Plan, node_overlay_gate
+from e2e.cluster.workloads import Context, install_running_stack
+from gpushare import names
+from gpushare.catalog import InstanceType, load_catalog
+
+
+def say(message: str) -> None:
+    print(f"e2e: {message}", file=sys.stderr, flush=True)
+
+
+@dataclass
+class Cluster:
+    """The rig's processes for `plans`, HAMi configured from the `running` stack's release."""
+
+    bin_dir: Path
+    work: Path
+    plans: dict[str, Plan]
+    running: str
+    rig: Rig = field(init=False)
+    agent: NodeAgent | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        self.rig = Rig(self.bin_dir, self.work)
+
+    def start(self) -> Context:
+        """The control plane, Karpenter's CRDs, HAMi's scheduler and webhook; the node agent built, not started."""
+        say("starting etcd, kube-apiserver, kube-controller-manager, kube-scheduler")
+        rig = self.rig
+        rig.start_control_plane()
+        kubectl = Kubectl(Path(rig.binary("kubectl")), rig.kubeconfig)
+        _apply_crds(rig, kubectl)
+        wait_for("the default ServiceAccount", lambda: _has_default_sa(kubectl), 60)
+        plan = self.plans[self.running]
+        hami = HamiRelease.from_values(plan.helm_values[names.HAMI_RELEASE])
+        nvidia_values = plan.helm_values.get(names.NVIDIA_PLUGIN_RELEASE)
+        nvidia = NvidiaPluginConfig.from_values(nvidia_values) if nvidia_values is not None else None
+        say("starting HAMi's scheduler extender and webhook, and its kube-scheduler")
+        device_configs = _write_device_configs(rig, self.plans, self.running)
+        _start_hami(rig, kubectl, hami, device_configs[self.running])
+        catalog = load_catalog()
+
+        def start_hami_node(node: str, itype: InstanceType, labels: dict[str, str]) -> None:
+            _start_hami_node(rig, device_configs[labels.get(RIG_STACK_LABEL, self.running)], node, itype)
+
+        zeroed = (*hami.resource_names, names.GPU_SHARED)
+        self.agent = NodeAgent(rig.api, catalog, zeroed, start_hami_node, nvidia)
+        return Context(rig.log_dir, rig.api, kubectl, catalog, self.plans, self.agent, hami, datetime.now(UTC))
+
+    def run_stack(self, ctx: Context) -> None:
+        """The running stack applied as the rig runs it, with KWOK, Karpenter (the stack's NodeOverlay gate),
+        Prometheus scraping Karpenter and HAMi, and the node agent playing the GPU nodes' kubelets."""
+        say("starting KWOK, Karpenter (kwok provider, the stack's NodeOverlay gate) and Prometheus")
+        rig = self.rig
+        install_running_stack(ctx, self.running)
+        instance_types = self.work / "instance-types.json"
+        instance_types.write_text(json.dumps(kwok_instance_types(ctx.catalog), indent=1))
+        rig.start_kwok()
+        gate = node_overlay_gate(ctx.plans[self.running])
+        rig.start_karpenter(instance_types, gate)
+        ctx.restart_karpenter = lambda gate_text: _restart_karpenter(rig, instance_types, gate_text)
+        ctx.stack_gate = gate
+        rig.start_prometheus(prometheus.write_config(self.work, ctx.hami))
+        wait_for("Prometheus scraping Karpenter", prometheus.scraping_karpenter, 90, interval_s=1)
+        hami_job = f"{ctx.hami.fullname}-scheduler"
+        wait_for("Prometheus scraping HAMi's scheduler", lambda: prometheus.scraping(hami_job), 90, interval_s=1)
+        ctx.agent.start()
+
+    def stop(self, keep_logs: Path) -> None:
+        """Stop every process this cluster started; their logs are kept in `keep_logs` (which GPU HAMi chose, why a
+        pod stayed pending), the data directories (etcd, TSDB) go."""
+        if self.agent is not None and self.agent.is_alive():
+            self.agent.stop()
+        self.rig.stop()
+        shutil.rmtree(keep_logs, ignore_errors=True)
+        if self.rig.log_dir.exists():
+            shutil.copytree(self.rig.log_dir, keep_logs)
+        shutil.rmtree(self.work, ignore_errors=True)
+
+
+def _apply_crds(rig: Rig, kubectl: Kubectl) -> None:
+    for writer in ("aws-crds", "kwok-crds"):
+        kubectl.apply_stream(subprocess.run([rig.binary(writer)], check=True, capture_output=True, text=True).stdout)
+    kubectl.run("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
+
+
+def _restart_karpenter(rig: Rig, instance_types: Path, gate: str) -> None:
+    rig.stop_process("karpenter")
+    rig.start_karpenter(instance_types, gate)
+    wait_for("Karpenter serving metrics again", prometheus.scraping_karpenter, 90, interval_s=1)
+
+
+def _start_hami(rig: Rig, kubectl: Kubectl, release: HamiRelease, device_config: Path) -> None:
+    """HAMi's scheduler and its kube-scheduler as the release renders them, and its MutatingWebhookConfiguration,
+    which reaches the extender on loopback (the chart names its Service: the rig has no Service routing)."""
+    cert = rig.start_hami(release, device_config)
+    url = f"https://127.0.0.1:{release.extender_port}/webhook"
+    kubectl.apply([release.mutating_webhook(url, base64.b64encode(cert.read_bytes()).decode())])
+    wait_for("HAMi's scheduler extender serving", lambda: _serving(rig, release), 90)
+
+
+def _serving(rig: Rig, release: HamiRelease) -> bool:
+    if not rig.alive("hami-scheduler"):
+        raise RigError(f"hami-scheduler exited; see {rig.log_dir / 'hami-scheduler.log'}")
+    tls = ssl.create_default_context()
+    tls.check_hostname = False
+    tls.verify_mode = ssl.CERT_NONE
+    scheme = "https" if release.webhook_enabled else "http"
+    try:
+        with urllib.request.urlopen(f"{scheme}://127.0.0.1:{release.extender_port}/healthz", context=tls, timeout=5):
+            return True
+    except OSError:
+        return False
+
+
+def _write_device_configs(rig: Rig, plans: dict[str, Plan], running: str) -> dict[str, Path]:
+    """Stack -> the device config its HAMi release renders (the running stack's is the one HAMi's scheduler reads)."""
+    configs = {}
+    rig.hami_dir.mkdir(parents=True, exist_ok=True)
+    for stack, plan in plans.items():
+        release = HamiRelease.from_values(plan.helm_values[names.HAMI_RELEASE])
+        configs[stack] = rig.hami_dir / ("device-config.yaml" if stack == running else f"device-config-{stack}.yaml")
+        configs[stack].write_text(yaml.safe_dump(release.device_config()))
+    return configs
+
+
+def _start_hami_node(rig: Rig, config: Path, node: str, itype: InstanceType) -> None:
+    """rig-gpu-node for a HAMi pool's node: its GPUs as NVML would report them, the release's device config (the
+    one the chart mounts into HAMi's device plugin and the mock), and the real mock device plugin."""
+    model = load_catalog().gpu_model_of(itype)
+    rig.start_gpu_node(
+        node,
+        [
+            f"--node={node}",
+            f"--kubeconfig={rig.kubeconfig}",
+            f"--device-config={config}",
+            f"--gpus={itype.gpu_count}",
+            f"--gpu-memory-mib={model.nvml_memory_mib}",
+            f"--gpu-name=NVIDIA {model.name}",
+            f"--mock={rig.binary('mock-device-plugin')}",
+            f"--mock-device-config={config}",
+        ],
+    )
+
+
+def _has_default_sa(kubectl: Kubectl) -> bool:
+    try:
+        kubectl.run("get", "serviceaccount", "default", "-n", "default")
+    except KubectlError:
+        return False
+    return True

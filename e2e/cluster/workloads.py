@@ -1,0 +1,191 @@
+"""What the suites and the simulator run and read on the offline cluster: the `Context` handle on the running
+cluster, test Deployments asking HAMi resources, and reads of pods, NodeClaims and events.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from e2e.cluster.api import Api
+from e2e.cluster.hami_chart import HamiRelease
+from e2e.cluster.kubectl import Kubectl
+from e2e.cluster.node_agent import NodeAgent
+from e2e.cluster.stack import KWOK_NODE_CLASS, Plan, for_rig
+from gpushare import names
+from gpushare.catalog import Catalog
+
+PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
+
+
+MONITORING_GROUP = "monitoring.coreos.com"
+
+
+@dataclass
+class Context:
+    log_dir: Path
+    api: Api
+    kubectl: Kubectl
+    catalog: Catalog
+    plans: dict[str, Plan]
+    agent: NodeAgent
+    hami: HamiRelease
+    # When the rig started (UTC): the rig's scheduled disruption budgets are computed from it.
+    started: datetime
+    # Set once Karpenter runs: restart it with another NodeOverlay gate text, and the stack's own.
+    restart_karpenter: Callable[[str], None] = lambda _gate: None
+    stack_gate: str = "true"
+
+
+def namespaces_first(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return sorted(objects, key=lambda obj: obj["kind"] != "Namespace")
+
+
+def install_running_stack(ctx: Context, stack: str) -> None:
+    """Apply the stack as the rig runs it (NodePools on the KWOKNodeClass)."""
+    applied = [obj for obj in ctx.plans[stack].objects if not obj["apiVersion"].startswith(MONITORING_GROUP)]
+    objects = namespaces_first([for_rig(obj, ctx.started) for obj in applied])
+    ctx.kubectl.apply([KWOK_NODE_CLASS, *objects])
+
+
+def team_pools(ctx: Context, team: str, stack: str) -> list[str]:
+    return ctx.plans[stack].namespace(team)["metadata"]["annotations"][names.TEAM_POOLS_ANNOTATION].split(",")
+
+
+def team_pool(ctx: Context, team: str, stack: str) -> str:
+    return team_pools(ctx, team, stack)[0]
+
+
+def rig_pool(ctx: Context, stack: str, pool: str) -> dict[str, Any]:
+    """The NodePool named `pool` as the rig runs it."""
+    [nodepool] = [p for p in ctx.plans[stack].of_kind("NodePool") if p["metadata"]["name"] == pool]
+    return for_rig(nodepool, ctx.started)
+
+
+def requirement(spec: dict[str, Any], key: str) -> list[str]:
+    return next(r["values"] for r in spec["requirements"] if r["key"] == key)
+
+
+def gpu_deployment(
+    ctx: Context,
+    name: str,
+    namespace: str,
+    pool: str,
+    replicas: int,
+    vgpu: dict[str, int],
+    cpu: str = "500m",
+    shared: bool = False,
+    gpu: bool = True,
+) -> dict[str, Any]:
+    """A Deployment of pause containers asking HAMi resources (names from the HAMi release's values), with
+    `shared` one time-sliced GPU replica instead, or without `gpu` no GPU at all (but the pool's toleration)."""
+    if not gpu:
+        limits = {}
+    elif shared:
+        limits = {names.GPU_SHARED: "1"}
+    else:
+        limits = {
+            ctx.hami.resource_name: str(vgpu.get("gpu", 1)),
+            ctx.hami.resource_cores: str(vgpu["cores"]),
+            ctx.hami.resource_mem: str(vgpu["mem_mib"]),
+        }
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {
+                    "nodeSelector": {names.POOL_LABEL: pool},
+                    "tolerations": [
+                        {"key": names.GPU_TAINT["key"], "operator": "Exists", "effect": names.GPU_TAINT["effect"]}
+                    ],
+                    "terminationGracePeriodSeconds": 0,
+                    "containers": [
+                        {
+                            "name": "server",
+                            "image": PAUSE_IMAGE,
+                            "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}, "limits": limits},
+                        }
+                    ],
+                },
+            },
+        },
+    }
+
+
+DEFAULT_SCHEDULER = "default-scheduler"
+
+
+# What HAMi's scheduler writes on a pod it placed (pkg/util/types.go), and its device plugin's bind phase.
+HAMI_NODE = "hami.io/vgpu-node"
+
+
+HAMI_DEVICES = "hami.io/vgpu-devices-allocated"
+
+
+HAMI_BIND_PHASE = "hami.io/bind-phase"
+
+
+def gpus_of(pod: dict[str, Any]) -> list[str]:
+    """The GPU UUIDs HAMi allocated to the pod's containers (`UUID,type,mem,cores:` per device, `;` per
+    container)."""
+    text = pod["metadata"].get("annotations", {}).get(HAMI_DEVICES, "")
+    return [device.split(",")[0] for container in text.split(";") for device in container.split(":") if device]
+
+
+def app_pods(ctx: Context, namespace: str, app: str) -> list[dict[str, Any]]:
+    return ctx.api.items(f"/api/v1/namespaces/{namespace}/pods?labelSelector=app%3D{app}")
+
+
+def running(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [pod for pod in pods if pod.get("status", {}).get("phase") == "Running"]
+
+
+def bound(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Running pods whose HAMi allocation completed (KWOK may report a pod Running before its device plugin's
+    Allocate has run; a kubelet would not start it)."""
+    return [p for p in running(pods) if p["metadata"].get("annotations", {}).get(HAMI_BIND_PHASE) == "success"]
+
+
+def nodeclaims(ctx: Context) -> list[dict[str, Any]]:
+    return ctx.api.items("/apis/karpenter.sh/v1/nodeclaims")
+
+
+def condition(obj: dict[str, Any], kind: str) -> dict[str, Any]:
+    return next((c for c in obj.get("status", {}).get("conditions", []) if c["type"] == kind), {})
+
+
+def events(ctx: Context, namespace: str, about: str = "") -> list[str]:
+    """`reason: message` of the namespace's events, only those about objects named `about...` when given (earlier
+    scenarios' events stay around)."""
+    return [
+        f"{e.get('reason')}: {e.get('message')}"
+        for e in ctx.api.items(f"/api/v1/namespaces/{namespace}/events")
+        if str(e.get("involvedObject", {}).get("name", "")).startswith(about)
+    ]
+
+
+def nodes_by_type(ctx: Context) -> dict[str, int]:
+    return dict(Counter(claim["metadata"]["labels"]["node.kubernetes.io/instance-type"] for claim in nodeclaims(ctx)))
+
+
+def usd_per_hour(ctx: Context, by_type: dict[str, int]) -> float:
+    return round(sum(ctx.catalog.instance_type(t).on_demand_usd_per_hour * n for t, n in by_type.items()), 3)
+
+
+def admitted(ctx: Context, pod: dict[str, Any]) -> dict[str, Any]:
+    """The pod as the API server would store it, after every admission plugin (server-side dry run)."""
+    return json.loads(ctx.kubectl.run(*ctx.kubectl.APPLY, "--dry-run=server", "-o", "json", objects=[pod]))
+
+
+def get_pod(ctx: Context, namespace: str, name: str) -> dict[str, Any]:
+    return ctx.api.get(f"/api/v1/namespaces/{namespace}/pods/{name}")

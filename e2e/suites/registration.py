@@ -1,0 +1,217 @@
+"""Registration: what a GPU node registers through the real mock device plugin, and what happens when Karpenter
+cannot see it (no overlays, the gate off, no device plugin).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from e2e.cluster import prometheus
+from e2e.cluster.hami_chart import HamiRelease
+from e2e.cluster.node_agent import KWOK_NODE_ANNOTATION, RIG_STACK_LABEL
+from e2e.cluster.workloads import (
+    Context,
+    condition,
+    events,
+    gpu_deployment,
+    nodeclaims,
+    requirement,
+    team_pool,
+)
+from e2e.suites.base import (
+    Result,
+    ScenarioFailure,
+    wait,
+)
+from gpushare import names
+from gpushare.hami import SharingProfile, node_capacity
+
+# The mock polls its node every 30 s and the kubelet stand-in relays its ListAndWatch (every 10 s).
+REGISTRATION_TIMEOUT_S = 120
+
+
+REGISTRATION_TAINT = {"key": "rig.gpushare.io/registration", "value": "only", "effect": "NoSchedule"}
+
+
+def _registration_nodes(ctx: Context) -> list[tuple[dict[str, Any], dict[str, int], dict[str, int]]]:
+    """Per instance type of every HAMi pool of every stack: a fake node of it (the pool's labels, tainted so no
+    pod lands), what gpushare's capacity model says it registers, and what the pool's NodeOverlay advertises."""
+    found = []
+    for stack, plan in sorted(ctx.plans.items()):
+        release = HamiRelease.from_values(plan.helm_values[names.HAMI_RELEASE])
+        profile = SharingProfile(
+            deviceSplitCount=release.split_count,
+            deviceMemoryScaling=release.memory_scaling,
+            deviceCoreScaling=release.core_scaling,
+        )
+        overlays = {
+            (o["metadata"]["labels"][names.POOL_LABEL], *requirement(o["spec"], names.INSTANCE_TYPE_LABEL)): o
+            for o in plan.of_kind("NodeOverlay")
+        }
+        for pool in plan.of_kind("NodePool"):
+            labels = pool["spec"]["template"]["metadata"]["labels"]
+            if labels.get(names.SHARING_LABEL) != names.SHARING_HAMI:
+                continue
+            for itype in requirement(pool["spec"]["template"]["spec"], names.INSTANCE_TYPE_LABEL):
+                instance = ctx.catalog.instance_type(itype)
+                node = {
+                    "apiVersion": "v1",
+                    "kind": "Node",
+                    "metadata": {
+                        "name": f"registration-{stack}-{itype.replace('.', '-')}",
+                        "labels": {**labels, names.INSTANCE_TYPE_LABEL: itype, RIG_STACK_LABEL: stack},
+                        "annotations": {KWOK_NODE_ANNOTATION[0]: KWOK_NODE_ANNOTATION[1]},
+                    },
+                    "spec": {"taints": [REGISTRATION_TAINT]},
+                    "status": {
+                        "capacity": {"cpu": str(instance.vcpu), "memory": f"{instance.memory_mib}Mi", "pods": "110"}
+                    },
+                }
+                planned = node_capacity(ctx.catalog, instance, profile).resources()
+                overlay = overlays[(labels[names.POOL_LABEL], itype)]["spec"]["capacity"]
+                found.append((node, planned, {name: int(value) for name, value in overlay.items()}))
+    return found
+
+
+def hami_registration(ctx: Context) -> Result:
+    """A node of every instance type of every HAMi pool (dev and prod) registers, through rig-gpu-node's
+    device-plugin API and the real mock device plugin, exactly what gpushare's capacity model plans and the
+    pool's NodeOverlay advertises: the overlay never promises more than HAMi and the mock register."""
+    cases = _registration_nodes(ctx)
+    nodes = [node for node, _, _ in cases]
+    ctx.kubectl.apply(nodes)
+
+    def registered(node: dict[str, Any]) -> dict[str, int]:
+        allocatable = ctx.api.get(f"/api/v1/nodes/{node['metadata']['name']}")["status"].get("allocatable", {})
+        return {name: int(allocatable.get(name, "0")) for name in ctx.hami.resource_names}
+
+    try:
+        seconds = wait(
+            f"{len(nodes)} registration nodes registering every HAMi resource",
+            lambda: all(all(registered(node).values()) for node in nodes),
+            REGISTRATION_TIMEOUT_S,
+        )
+        wrong = []
+        figures = {}
+        for node, planned, overlay in cases:
+            seen = registered(node)
+            name = node["metadata"]["name"]
+            figures[name] = seen
+            if seen != planned or seen != overlay:
+                wrong.append(f"{name}: registered {seen}, capacity model {planned}, overlay {overlay}")
+    finally:
+        ctx.kubectl.delete(nodes)
+    if wrong:
+        raise ScenarioFailure("; ".join(wrong))
+    return Result(
+        "hami-registration",
+        True,
+        f"{len(cases)} instance types of the HAMi pools of {', '.join(sorted(ctx.plans))}: what the real mock and "
+        f"HAMi's device plugin stand-in registered equals the capacity model and the overlay, within {seconds:.0f} s",
+        {"registered": figures, "seconds": round(seconds, 1)},
+    )
+
+
+def no_overlays(ctx: Context, stack: str, team: str) -> Result:
+    """Without NodeOverlays Karpenter cannot see HAMi's resources: Pending, and it says why."""
+    pool = team_pool(ctx, team, stack)
+    overlays = [
+        obj for obj in ctx.plans[stack].of_kind("NodeOverlay") if obj["metadata"]["labels"][names.POOL_LABEL] == pool
+    ]
+    ctx.kubectl.delete(overlays)
+    deployment = gpu_deployment(ctx, "no-overlay", team, pool, 1, {"cores": 50, "mem_mib": 4096})
+    try:
+        ctx.kubectl.apply([deployment])
+        needle = "no instance type has enough resources"
+        seconds = wait(f"a Karpenter event '{needle}'", lambda: any(needle in e for e in events(ctx, team)), 90)
+        if nodeclaims(ctx):
+            raise ScenarioFailure(f"Karpenter launched {len(nodeclaims(ctx))} NodeClaims without overlays")
+    finally:
+        ctx.kubectl.delete([deployment])
+        ctx.kubectl.apply(overlays)
+    return Result(
+        "no-overlays",
+        True,
+        f"without the {pool} overlays the pod stays Pending; Karpenter said '{needle}' after {seconds:.0f} s",
+        {"seconds_to_event": round(seconds, 1)},
+    )
+
+
+def gate_off(ctx: Context, stack: str, team: str) -> Result:
+    """The negative control of the gate: with the stack's overlays in place but Karpenter's NodeOverlay gate off,
+    Karpenter ignores them and a vGPU pod stays Pending with the same message as without overlays."""
+    pool = team_pool(ctx, team, stack)
+    deployment = gpu_deployment(ctx, "gate-off", team, pool, 1, {"cores": 50, "mem_mib": 4096})
+    needle = "no instance type has enough resources"
+    ctx.restart_karpenter("false")
+    try:
+        ctx.kubectl.apply([deployment])
+        seconds = wait(
+            f"a Karpenter event '{needle}'",
+            lambda: any(needle in message for message in events(ctx, team, about="gate-off")),
+            90,
+        )
+        if nodeclaims(ctx):
+            raise ScenarioFailure(f"Karpenter launched {len(nodeclaims(ctx))} NodeClaims with the gate off")
+    finally:
+        ctx.kubectl.delete([deployment])
+        ctx.restart_karpenter(ctx.stack_gate)
+    return Result(
+        "gate-off",
+        True,
+        f"with NodeOverlay=false the {pool} overlays are ignored: the pod stays Pending; Karpenter said '{needle}' "
+        f"after {seconds:.0f} s",
+        {"seconds_to_event": round(seconds, 1)},
+        ["Karpenter restarted with --feature-gates=NodeOverlay=false for this scenario, then with the stack's value"],
+    )
+
+
+def resource_not_registered(ctx: Context, stack: str, team: str) -> Result:
+    """No device plugin on the node: NodeClaim Initialized=Unknown/ResourceNotRegistered, never consolidated."""
+    pool = team_pool(ctx, team, stack)
+    ctx.agent.unplugged_pools.add(pool)
+    deployment = gpu_deployment(ctx, "unplugged", team, pool, 1, {"cores": 50, "mem_mib": 4096})
+    try:
+        ctx.kubectl.apply([deployment])
+
+        def stuck() -> bool:
+            claims = nodeclaims(ctx)
+            return bool(claims) and condition(claims[0], "Initialized").get("reason") == "ResourceNotRegistered"
+
+        seconds = wait("a NodeClaim Initialized=Unknown, reason ResourceNotRegistered", stuck)
+        [claim] = nodeclaims(ctx)
+        initialized = condition(claim, "Initialized")
+        name = claim["metadata"]["name"]
+
+        def firing() -> bool:
+            return any(
+                a["state"] == "firing" and a["labels"].get("name") == name
+                for a in prometheus.alerts(prometheus.NOT_INITIALIZED_ALERT)
+            )
+
+        alert_s = seconds + wait(f"{prometheus.NOT_INITIALIZED_ALERT} firing for {name}", firing)
+        ctx.kubectl.delete([deployment])
+        # Empty now: a consolidatable node would go within consolidateAfter; an uninitialized one must stay.
+        hold_s = 45
+        time.sleep(hold_s)
+        remaining = [c["metadata"]["name"] for c in nodeclaims(ctx)]
+        if claim["metadata"]["name"] not in remaining:
+            raise ScenarioFailure("the uninitialized NodeClaim was consolidated")
+    finally:
+        ctx.kubectl.delete([deployment])
+        ctx.agent.unplugged_pools.discard(pool)
+    gone = wait("the NodeClaim to initialize and consolidate once the plugin runs", lambda: not nodeclaims(ctx), 240)
+    return Result(
+        "resource-not-registered",
+        True,
+        f"Initialized={initialized['status']} ({initialized['reason']}) after {seconds:.0f} s, "
+        f"{prometheus.NOT_INITIALIZED_ALERT} firing after {alert_s:.0f} s, still there {hold_s} s after its pods "
+        f"left; consolidated {gone:.0f} s after the plugin ran",
+        {
+            "seconds_to_condition": round(seconds, 1),
+            "seconds_to_alert": round(alert_s, 1),
+            "held_s": hold_s,
+            "message": initialized.get("message", ""),
+        },
+    )
