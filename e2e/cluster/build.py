@@ -4,10 +4,10 @@ Every binary comes from `go build` of an upstream Go package through the module 
 go.mod/go.sum next to it. Output goes to ~/.cache/gpushare-e2e/<hash of e2e/cluster/tools>/bin, outside the clone,
 so a second run (or a fresh clone with the same pins) starts in seconds.
 
-HAMi and its mock device plugin are required in e2e/cluster/tools/hami/go.mod like any module, but the Go module proxy
-reachable here refuses both (403). Where it does, the build takes their upstream source archives from the
-directory named by GPUSHARE_UPSTREAM_SOURCES, checks each archive's sha256 against the pin below, unpacks it into
-the cache (never into the clone) and points a `replace` at it in a copy of the go.mod kept beside the unpacked
+HAMi and its mock device plugin are required in e2e/cluster/tools/hami/go.mod and mock/go.mod like any module, but
+the Go module proxy reachable here refuses both (403). Where it does, the build takes their upstream source archives
+from the directory named by GPUSHARE_UPSTREAM_SOURCES, checks each archive's sha256 against the pin below, unpacks it
+into the cache (never into the clone) and points a `replace` at it in a copy of the go.mod kept beside the unpacked
 source (`go build -modfile`); the module itself is never edited and the source never patched.
 """
 
@@ -33,30 +33,37 @@ SOURCES_ENV = "GPUSHARE_UPSTREAM_SOURCES"
 
 @dataclass(frozen=True)
 class UpstreamSource:
-    """A module the proxy may refuse, and the `git archive` of its release tag that stands in for it."""
+    """A module the proxy may refuse, the `git archive` of its release tag that stands in for it, and the module
+    under e2e/cluster/tools that requires it."""
 
     module: str
     version: str
+    tag: str
     archive: str
     sha256: str
     folder: str
+    required_by: str
 
 
-# HAMi v2.8.3 (commit 8f039ad22bfc) has no /v2 module path, so it is required as its commit's pseudo-version.
+# HAMi v2.10.0 (commit 4707fb02c91c) has no /v2 module path, so it is required as its commit's pseudo-version.
 UPSTREAM_SOURCES = (
     UpstreamSource(
         "github.com/Project-HAMi/HAMi",
-        "v0.0.0-20260519083325-8f039ad22bfc",
-        "hami-v2.8.3.tar.gz",
-        "745420a24f5295cf8293273a37da8ca2579c752b71bdb5549ee684581055d0be",
-        "HAMi-2.8.3",
+        "v0.0.0-20260821062039-4707fb02c91c",
+        "v2.10.0",
+        "hami-v2.10.0.tar.gz",
+        "26cd0ee485efc2cda3efd70b6593928ee4d755b0f9b6af17a4f674194aab7fc4",
+        "HAMi-2.10.0",
+        "hami",
     ),
     UpstreamSource(
         "github.com/HAMi/mock-device-plugin",
         "v1.0.1",
+        "v1.0.1",
         "hami-mock-device-plugin-v1.0.1.tar.gz",
         "5104874897066afa371e9185f0876ba8afbd1c112e2173abc69fda2b8db843fa",
         "mock-device-plugin-1.0.1",
+        "mock",
     ),
 )
 
@@ -97,11 +104,9 @@ BINARIES: tuple[Binary, ...] = (
     Binary("aws-crds", "awscrds", "."),
     Binary("prometheus", "prometheus", "github.com/prometheus/prometheus/cmd/prometheus"),
     Binary("hami-scheduler", "hami", "github.com/Project-HAMi/HAMi/cmd/scheduler", cgo=True),
-    Binary("mock-device-plugin", "hami", "github.com/HAMi/mock-device-plugin/cmd/k8s-device-plugin", cgo=True),
     Binary("rig-gpu-node", "hami", "./gpunode", cgo=True),
+    Binary("mock-device-plugin", "mock", "github.com/HAMi/mock-device-plugin/cmd/k8s-device-plugin", cgo=True),
 )
-# Modules whose go.mod requires an UpstreamSource: built against the staged copy of that go.mod.
-STAGED_MODULES = ("hami",)
 
 
 def _tree_hash(root: Path) -> str:
@@ -144,10 +149,15 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def unpack_sources(directory: Path, into: Path) -> dict[str, Path]:
-    """Each UpstreamSource's archive from `directory`, sha256-checked, unpacked under `into` once; module -> folder."""
+def sources_of(module: str) -> tuple[UpstreamSource, ...]:
+    """The UpstreamSources e2e/cluster/tools/<module>/go.mod requires."""
+    return tuple(source for source in UPSTREAM_SOURCES if source.required_by == module)
+
+
+def unpack_sources(sources: tuple[UpstreamSource, ...], directory: Path, into: Path) -> dict[str, Path]:
+    """Each source's archive from `directory`, sha256-checked, unpacked under `into` once; module -> folder."""
     folders = {}
-    for source in UPSTREAM_SOURCES:
+    for source in sources:
         archive = directory / source.archive
         if not archive.is_file():
             raise RigError(
@@ -169,9 +179,11 @@ def unpack_sources(directory: Path, into: Path) -> dict[str, Path]:
     return folders
 
 
-def _proxy_serves(go: str, module_dir: Path, env: dict[str, str], out: object) -> bool:
-    """Whether the Go module proxy gives every UpstreamSource (checked against the checksum database)."""
-    modules = [f"{source.module}@{source.version}" for source in UPSTREAM_SOURCES]
+def _proxy_serves(
+    go: str, sources: tuple[UpstreamSource, ...], module_dir: Path, env: dict[str, str], out: object
+) -> bool:
+    """Whether the Go module proxy gives every one of `sources` (checked against the checksum database)."""
+    modules = [f"{source.module}@{source.version}" for source in sources]
     return (
         subprocess.run([go, "mod", "download", *modules], cwd=module_dir, env=env, stdout=out, stderr=out).returncode
         == 0
@@ -180,8 +192,10 @@ def _proxy_serves(go: str, module_dir: Path, env: dict[str, str], out: object) -
 
 def staged_modfile(go: str, module: str, env: dict[str, str], out: object) -> tuple[Path, str]:
     """A copy of e2e/cluster/tools/<module>/go.mod (and go.sum) in the cache, with a `replace` for each UpstreamSource
-    unpacked from GPUSHARE_UPSTREAM_SOURCES, and the -mod mode to build it with: readonly there; where the proxy
-    serves the modules, `mod`, so go records their sums in the copy, checked against the checksum database."""
+    it requires, unpacked from GPUSHARE_UPSTREAM_SOURCES, and the -mod mode to build it with: readonly there; where
+    the proxy serves the modules, `mod`, so go records their sums in the copy, checked against the checksum
+    database."""
+    sources = sources_of(module)
     stage = module_cache(module) / "stage"
     stage.mkdir(parents=True, exist_ok=True)
     modfile = stage / f"{module}.mod"
@@ -189,16 +203,16 @@ def staged_modfile(go: str, module: str, env: dict[str, str], out: object) -> tu
     text = (TOOLS / module / "go.mod").read_text()
     directory = os.environ.get(SOURCES_ENV)
     if directory:
-        folders = unpack_sources(Path(directory).resolve(), stage / "src")
+        folders = unpack_sources(sources, Path(directory).resolve(), stage / "src")
         text += "".join(f"\nreplace {name} => {folder}\n" for name, folder in folders.items())
         mode = "-mod=readonly"
-    elif _proxy_serves(go, TOOLS / module, env, out):
+    elif _proxy_serves(go, sources, TOOLS / module, env, out):
         mode = "-mod=mod"
     else:
-        listed = ", ".join(f"{source.module} {source.version}" for source in UPSTREAM_SOURCES)
+        listed = ", ".join(f"{source.module} {source.version}" for source in sources)
         raise RigError(
             f"the Go module proxy refuses {listed}; set {SOURCES_ENV} to a directory holding "
-            + " and ".join(f"{source.archive} (sha256 {source.sha256})" for source in UPSTREAM_SOURCES)
+            + " and ".join(f"{source.archive} (sha256 {source.sha256})" for source in sources)
         )
     modfile.write_text(text)
     return modfile, mode
@@ -231,8 +245,8 @@ def _build(missing: list[Binary], log: Path) -> None:
     with log.open("a") as out:
         modfiles = {
             module: staged_modfile(go, module, env, out)
-            for module in STAGED_MODULES
-            if any(binary.module == module for binary in missing)
+            for module in {binary.module for binary in missing}
+            if sources_of(module)
         }
         for binary in missing:
             started = time.monotonic()

@@ -1,10 +1,10 @@
-"""What the HAMi chart 2.8.3 renders for the scheduler, from the stack's HAMi release values.
+"""What the HAMi chart 2.10.0 renders for the scheduler, from the stack's HAMi release values.
 
 The rig runs HAMi's real scheduler extender and a second kube-scheduler, configured as the chart's templates
-configure them (Project-HAMi/HAMi v2.8.3, charts/hami/templates/scheduler/{deployment,configmapnew,
-device-configmap,webhook}.yaml and values.yaml); every value comes from the release's values over the chart's
-defaults, as Helm merges them. What the rig must change to run them outside a Pod is made in `e2e.hami_rig`,
-not here: this module only says what the chart says.
+configure them (Project-HAMi/HAMi v2.10.0, charts/hami/templates/scheduler/{deployment,configmap,
+device-configmap,webhook}.yaml, templates/_helpers.tpl and values.yaml); every value comes from the release's values
+over the chart's defaults, as Helm merges them. What the rig must change to run them outside a Pod is made in
+`rig.Rig.start_hami`, not here: this module only says what the chart says.
 """
 
 from __future__ import annotations
@@ -13,9 +13,11 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
+import yaml
+
 from gpushare import compat, names
 
-# charts/hami/values.yaml at v2.8.3, only the keys the scheduler's templates read.
+# charts/hami/values.yaml at v2.10.0, only the keys the scheduler's templates read.
 CHART_DEFAULTS: dict[str, Any] = {
     "resourceName": "nvidia.com/gpu",
     "resourceMem": "nvidia.com/gpumem",
@@ -35,6 +37,9 @@ CHART_DEFAULTS: dict[str, Any] = {
             "enabled": True,
             "customURL": {"enabled": False, "host": "127.0.0.1", "port": 31998, "path": "/webhook"},
             "whitelistNamespaces": None,
+            "manageNamespaceSelector": True,
+            "namespaceSelector": {"matchLabels": None, "matchExpressions": []},
+            "objectSelector": {"matchExpressions": []},
             "reinvocationPolicy": "Never",
             "failurePolicy": "Ignore",
         },
@@ -44,10 +49,13 @@ CHART_DEFAULTS: dict[str, Any] = {
         "deviceSplitCount": 10,
         "deviceMemoryScaling": 1,
         "deviceCoreScaling": 1,
+        "enableNumaTopology": False,
         "preConfiguredDeviceMemory": 0,
         "runtimeClassName": "",
     },
     "devices": {"nvidia": {"gpuCorePolicy": "default", "libCudaLogLevel": 1}},
+    "legacyMetrics": False,
+    "device-config": {},
 }
 # Where the extender serves /filter, /bind and /webhook inside the scheduler Pod (deployment.yaml: 443 with the
 # admission webhook, else 80); the kube-scheduler beside it calls it on loopback.
@@ -151,8 +159,12 @@ class HamiRelease:
         return str(self._scheduler.get("nodeLockExpire") or "")
 
     def device_config(self) -> dict[str, Any]:
-        """The `nvidia` section of the device ConfigMap's device-config.yaml (device-configmap.yaml); the other
-        vendors' sections and the MIG geometries are left out: no rig node has those devices."""
+        """The device ConfigMap's device-config.yaml (device-configmap.yaml): `device-config.content` whole when the
+        values set it, else the chart's own, of which only the `nvidia` section is written here (the other vendors'
+        sections and the MIG profile allowlist are left out: no rig node has those devices)."""
+        content = (self.values.get("device-config") or {}).get("content")
+        if content:
+            return dict(yaml.safe_load(content))
         plugin = self.values["devicePlugin"]
         nvidia = self.values["devices"]["nvidia"]
         return {
@@ -171,6 +183,7 @@ class HamiRelease:
                 "deviceSplitCount": plugin["deviceSplitCount"],
                 "deviceMemoryScaling": plugin["deviceMemoryScaling"],
                 "deviceCoreScaling": plugin["deviceCoreScaling"],
+                "enableNumaTopology": bool(plugin.get("enableNumaTopology") or False),
                 "gpuCorePolicy": nvidia["gpuCorePolicy"],
                 "libCudaLogLevel": nvidia["libCudaLogLevel"],
                 "runtimeClassName": str(plugin.get("runtimeClassName") or ""),
@@ -197,6 +210,8 @@ class HamiRelease:
             f"--leader-elect-resource-name={self.scheduler_name}",
             f"--leader-elect-resource-namespace={names.HAMI_NAMESPACE}",
         ]
+        if self.values["legacyMetrics"]:
+            args.append("--legacy-metrics=true")
         return args + [str(arg) for arg in scheduler["extender"].get("extraArgs") or []]
 
     def kube_scheduler_args(self, config_file: str) -> list[str]:
@@ -215,8 +230,9 @@ class HamiRelease:
         ]
 
     def scheduler_configuration(self) -> dict[str, Any]:
-        """configmapnew.yaml's KubeSchedulerConfiguration for Kubernetes >= 1.26 (only the NVIDIA resources of
-        its managedResources list: the other vendors' names are ignored the same way and match no pod here)."""
+        """configmap.yaml's KubeSchedulerConfiguration for Kubernetes >= 1.26 (only the NVIDIA resources of the
+        `hami-vgpu.scheduler.managedResources` list: the other vendors' names are ignored the same way and match no
+        pod here). Leader election is off: the rig runs one kube-scheduler."""
         if self.webhook_enabled:
             endpoint: dict[str, Any] = {
                 "urlPrefix": "https://127.0.0.1:443",
@@ -248,7 +264,12 @@ class HamiRelease:
         """webhook.yaml's MutatingWebhookConfiguration; the rig reaches the extender by `url` where the chart
         names its Service (`customURL` renders the same form)."""
         webhook = self._scheduler["admissionWebhook"]
-        namespace_expressions = [{"key": names.HAMI_WEBHOOK_IGNORE[0], "operator": "NotIn", "values": ["ignore"]}]
+        ignore = {"key": names.HAMI_WEBHOOK_IGNORE[0], "operator": "NotIn", "values": ["ignore"]}
+        namespaces = webhook.get("namespaceSelector") or {}
+        namespace_selector: dict[str, Any] = {}
+        if namespaces.get("matchLabels"):
+            namespace_selector["matchLabels"] = dict(namespaces["matchLabels"])
+        namespace_expressions = [ignore]
         if webhook.get("whitelistNamespaces"):
             namespace_expressions.append(
                 {
@@ -257,35 +278,39 @@ class HamiRelease:
                     "values": list(webhook["whitelistNamespaces"]),
                 }
             )
+        namespace_selector["matchExpressions"] = namespace_expressions + list(namespaces.get("matchExpressions") or [])
+        objects = webhook.get("objectSelector") or {}
+        object_selector: dict[str, Any] = {}
+        if objects.get("matchLabels"):
+            object_selector["matchLabels"] = dict(objects["matchLabels"])
+        object_selector["matchExpressions"] = [dict(ignore), *(objects.get("matchExpressions") or [])]
+        hook: dict[str, Any] = {
+            "admissionReviewVersions": ["v1beta1"],
+            "clientConfig": {"url": url, "caBundle": ca_bundle},
+            "failurePolicy": webhook["failurePolicy"],
+            "matchPolicy": "Equivalent",
+            "name": "vgpu.hami.io",
+        }
+        if webhook.get("manageNamespaceSelector", True):
+            hook["namespaceSelector"] = namespace_selector
+        hook |= {
+            "objectSelector": object_selector,
+            "reinvocationPolicy": webhook["reinvocationPolicy"],
+            "rules": [
+                {
+                    "apiGroups": [""],
+                    "apiVersions": ["v1"],
+                    "operations": ["CREATE"],
+                    "resources": ["pods"],
+                    "scope": "*",
+                }
+            ],
+            "sideEffects": "None",
+            "timeoutSeconds": 10,
+        }
         return {
             "apiVersion": "admissionregistration.k8s.io/v1",
             "kind": "MutatingWebhookConfiguration",
             "metadata": {"name": f"{self.fullname}-webhook"},
-            "webhooks": [
-                {
-                    "admissionReviewVersions": ["v1beta1"],
-                    "clientConfig": {"url": url, "caBundle": ca_bundle},
-                    "failurePolicy": webhook["failurePolicy"],
-                    "matchPolicy": "Equivalent",
-                    "name": "vgpu.hami.io",
-                    "namespaceSelector": {"matchExpressions": namespace_expressions},
-                    "objectSelector": {
-                        "matchExpressions": [
-                            {"key": names.HAMI_WEBHOOK_IGNORE[0], "operator": "NotIn", "values": ["ignore"]}
-                        ]
-                    },
-                    "reinvocationPolicy": webhook["reinvocationPolicy"],
-                    "rules": [
-                        {
-                            "apiGroups": [""],
-                            "apiVersions": ["v1"],
-                            "operations": ["CREATE"],
-                            "resources": ["pods"],
-                            "scope": "*",
-                        }
-                    ],
-                    "sideEffects": "None",
-                    "timeoutSeconds": 10,
-                }
-            ],
+            "webhooks": [hook],
         }

@@ -66,7 +66,7 @@ class Cluster:
         nvidia = NvidiaPluginConfig.from_values(nvidia_values) if nvidia_values is not None else None
         say("starting HAMi's scheduler extender and webhook, and its kube-scheduler")
         device_configs = _write_device_configs(rig, self.plans, self.running)
-        _start_hami(rig, kubectl, hami, device_configs[self.running])
+        _start_hami(rig, kubectl, hami, device_configs[self.running].hami)
         catalog = load_catalog()
 
         def start_hami_node(node: str, itype: InstanceType, labels: dict[str, str]) -> None:
@@ -142,32 +142,62 @@ def _serving(rig: Rig, release: HamiRelease) -> bool:
         return False
 
 
-def _write_device_configs(rig: Rig, plans: dict[str, Plan], running: str) -> dict[str, Path]:
-    """Stack -> the device config its HAMi release renders (the running stack's is the one HAMi's scheduler reads)."""
+@dataclass(frozen=True)
+class DeviceConfigs:
+    """A stack's device config files: HAMi's (its scheduler and device plugin read it) and the mock's."""
+
+    hami: Path
+    mock: Path
+
+
+def mock_device_config(plan: Plan, release: HamiRelease) -> str:
+    """The device-config.yaml the stack's mock DaemonSet mounts: a ConfigMap of the plan's, or HAMi's own device
+    ConfigMap, which the chart renders (`release.device_config()`)."""
+    [daemonset] = [d for d in plan.of_kind("DaemonSet") if d["metadata"]["name"] == names.MOCK_NAME]
+    spec = daemonset["spec"]["template"]["spec"]
+    [volume] = [v for v in spec["volumes"] if "configMap" in v and v["name"] == "device-config"]
+    name = volume["configMap"]["name"]
+    namespace = daemonset["metadata"]["namespace"]
+    for configmap in plan.of_kind("ConfigMap"):
+        if (configmap["metadata"]["name"], configmap["metadata"].get("namespace")) == (name, namespace):
+            return str(configmap["data"][names.HAMI_DEVICE_CONFIG_KEY])
+    if name == f"{release.fullname}-scheduler-device":
+        return yaml.safe_dump(release.device_config())
+    raise RigError(f"the mock device plugin of {plan.stack} mounts ConfigMap {namespace}/{name}, which nothing renders")
+
+
+def _write_device_configs(rig: Rig, plans: dict[str, Plan], running: str) -> dict[str, DeviceConfigs]:
+    """Stack -> the device configs its HAMi release and its mock DaemonSet render (the running stack's HAMi config is
+    the one HAMi's scheduler reads)."""
     configs = {}
     rig.hami_dir.mkdir(parents=True, exist_ok=True)
     for stack, plan in plans.items():
         release = HamiRelease.from_values(plan.helm_values[names.HAMI_RELEASE])
-        configs[stack] = rig.hami_dir / ("device-config.yaml" if stack == running else f"device-config-{stack}.yaml")
-        configs[stack].write_text(yaml.safe_dump(release.device_config()))
+        suffix = "" if stack == running else f"-{stack}"
+        configs[stack] = DeviceConfigs(
+            rig.hami_dir / f"device-config{suffix}.yaml", rig.hami_dir / f"mock-device-config{suffix}.yaml"
+        )
+        configs[stack].hami.write_text(yaml.safe_dump(release.device_config()))
+        configs[stack].mock.write_text(mock_device_config(plan, release))
     return configs
 
 
-def _start_hami_node(rig: Rig, config: Path, node: str, itype: InstanceType) -> None:
+def _start_hami_node(rig: Rig, configs: DeviceConfigs, node: str, itype: InstanceType) -> None:
     """rig-gpu-node for a HAMi pool's node: its GPUs as NVML would report them, the release's device config (the
-    one the chart mounts into HAMi's device plugin and the mock), and the real mock device plugin."""
+    one the chart mounts into HAMi's device plugin), and the real mock device plugin with the config its DaemonSet
+    mounts."""
     model = load_catalog().gpu_model_of(itype)
     rig.start_gpu_node(
         node,
         [
             f"--node={node}",
             f"--kubeconfig={rig.kubeconfig}",
-            f"--device-config={config}",
+            f"--device-config={configs.hami}",
             f"--gpus={itype.gpu_count}",
             f"--gpu-memory-mib={model.nvml_memory_mib}",
             f"--gpu-name=NVIDIA {model.name}",
             f"--mock={rig.binary('mock-device-plugin')}",
-            f"--mock-device-config={config}",
+            f"--mock-device-config={configs.mock}",
         ],
     )
 

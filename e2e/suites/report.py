@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from e2e.cluster.build import TOOLS
+from e2e.cluster.build import TOOLS, UPSTREAM_SOURCES
 from e2e.suites.base import Result
 
 DEVIATIONS = (
@@ -24,7 +24,7 @@ DEVIATIONS = (
     "The NVIDIA device plugin (exclusive and time-sliced pools) is a stand-in that derives what the node registers "
     "from its release's values (the Go module proxy refuses its module).",
     "HAMi's scheduler and its kube-scheduler run as processes with the flags, device config and "
-    "KubeSchedulerConfiguration chart 2.8.3 renders from the release values; they get the rig's kubeconfig, the "
+    "KubeSchedulerConfiguration chart 2.10.0 renders from the release values; they get the rig's kubeconfig, the "
     "kube-scheduler its own port, and the MutatingWebhookConfiguration reaches the extender by URL on loopback "
     "where the chart names its Service (certificate made by the rig, not the chart's cert-gen job).",
     "Instance types come from the catalog (vCPU, memory, GPUs, on-demand prices, GPU labels) in kwok's format, in "
@@ -57,13 +57,15 @@ UPSTREAM_MODULES = (
 
 
 def versions() -> dict[str, str]:
-    """Each upstream module the rig builds, at the version its go.mod requires."""
+    """Each upstream module the rig builds, at the version its go.mod requires (a module required as a commit's
+    pseudo-version, because it has no /v2 path, by the release tag of that commit)."""
     text = "\n".join(go_mod.read_text() for go_mod in sorted(TOOLS.glob("*/go.mod")))
+    tags = {(source.module, source.version): source.tag for source in UPSTREAM_SOURCES}
     found = {}
     for module in UPSTREAM_MODULES:
         match = re.search(rf"^\s*(?:require\s+)?{re.escape(module)} (v\S+)", text, re.M)
         if match:
-            found[module] = match.group(1)
+            found[module] = tags.get((module, match.group(1)), match.group(1))
     return found
 
 

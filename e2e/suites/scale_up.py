@@ -66,7 +66,7 @@ def seed_scale_up(ctx: Context, stack: str, team: str) -> Result:
         raise ScenarioFailure(f"ResourceQuota {team} used {wrong}, expected {expected}")
     # HAMi's own metrics, scraped as the stack's ServiceMonitor reaches them, count what it allocated (bytes).
     nodes = "|".join(placement)
-    allocated = f'sum(GPUDeviceMemoryAllocated{{nodeid=~"{nodes}"}}) / 1048576'
+    allocated = f'sum(hami_gpu_memory_allocated_bytes{{node=~"{nodes}"}}) / 1048576'
     wait(
         f"HAMi's metrics showing {3 * 4096} MiB allocated",
         lambda: any(float(r["value"][1]) == 3 * 4096 for r in prometheus.query(allocated)),

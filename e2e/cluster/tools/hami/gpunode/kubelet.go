@@ -206,7 +206,7 @@ func (k *kubelet) allocate(ctx context.Context, pod *corev1.Pod) error {
 				requests[resource] = &pluginapi.AllocateRequest{}
 			}
 			requests[resource].ContainerRequests = append(requests[resource].ContainerRequests,
-				&pluginapi.ContainerAllocateRequest{DevicesIDs: devices[:quantity.Value()]})
+				&pluginapi.ContainerAllocateRequest{DevicesIds: devices[:quantity.Value()]})
 		}
 	}
 	for resource, request := range requests {

@@ -12,6 +12,11 @@
 //   - the real mock device plugin, started as a child once the node has the resource, which registers
 //     gpumem, gpucores and gpumem-percentage through the kubelet stand-in.
 //
+// HAMi v2.10's scheduler writes hami.io/node-handshake: Requesting_<time> on every node it reads
+// (pkg/device/devices.go CheckHealth); its NVIDIA device plugin never answers it, and the scheduler keeps the node
+// while its allocatable nvidia.com/gpu is above 0 (pkg/device/nvidia/device.go CheckHealth), which the kubelet
+// stand-in keeps, as HAMi's own plugin does: nothing here writes the handshake either.
+//
 // The rig starts one per node in a private mount namespace, so <plugin-dir> is the node's own. It exits when
 // its Node is deleted or on SIGTERM, and stops the mock with it.
 package main

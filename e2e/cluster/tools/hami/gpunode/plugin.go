@@ -123,7 +123,7 @@ func (p *hamiPlugin) Allocate(ctx context.Context, request *pluginapi.AllocateRe
 	}
 	response := &pluginapi.AllocateResponse{}
 	for _, containerRequest := range request.ContainerRequests {
-		if err := takeNextContainerDevices(current, len(containerRequest.DevicesIDs)); err != nil {
+		if err := takeNextContainerDevices(current, len(containerRequest.DevicesIds)); err != nil {
 			p.finish(current, util.DeviceBindFailed)
 			return nil, err
 		}
