@@ -18,8 +18,9 @@ from types import FrameType
 from e2e.cluster.api import ApiError
 from e2e.cluster.errors import RigError
 from e2e.cluster.kubectl import KubectlError
-from e2e.cluster.stack import ROOT, load_plan, write_plan
+from e2e.cluster.stack import ROOT, plan_of, stack_file
 from e2e.cluster.start import Cluster, say
+from e2e.cluster.tenants import with_tenants
 from e2e.simulator.day import Day
 from e2e.simulator.figures import Pools, oracle_per_step, run_document
 from e2e.simulator.mix import Workload, load_simulation, simulate
@@ -28,11 +29,13 @@ from e2e.simulator.report import plot
 from e2e.simulator.trace import BASELINE, Trace, trace_variant_plan
 from e2e.suites import report
 from e2e.suites.base import Result
-from e2e.suites.runner import BEFORE_STACK, RUNNING_STACK, SCENARIOS, run_one
+from e2e.suites.runner import RUNNING_STACK, SCENARIOS, longest_first, run_one, run_scenarios, tenants_of
 
 REPORT_DIR = ROOT / "build" / "e2e"
 # One document per (variant, run) of a trace; `python -m e2e` gathers them into simulate.json and simulate.md.
 RUNS_DIR = REPORT_DIR / "simulate-runs"
+# The plan the suites run: the running stack with a tenant per scenario (e2e.cluster.tenants).
+RIG_STACK = "rig"
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -64,20 +67,27 @@ def run(args: argparse.Namespace) -> int:
     simulation: dict | None = None
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
     work = Path(tempfile.mkdtemp(prefix="gpushare-e2e-"))
-    plans = {stack: load_plan(stack, write_plan(stack, work / "plans")) for stack in ("dev", "prod")}
+    started = time.monotonic()
+    plans = {stack: plan_of(stack, stack_file(stack), work) for stack in ("dev", "prod")}
+    tenants = ()
     if isinstance(workload, Trace) and args.variant != BASELINE:
         [variant] = [v for v in workload.variants if v.name == args.variant]
         plans[running_stack] = trace_variant_plan(running_stack, variant, work)
-    cluster = Cluster(args.bin_dir, work, plans, running_stack)
+    if workload is None:
+        document, tenants = with_tenants(plans[running_stack].source, tenants_of(selected))
+        plans[RIG_STACK] = plan_of(RIG_STACK, document, work)
+        running_stack = RIG_STACK
+    cluster = Cluster(args.bin_dir, work, plans, running_stack, tuple(tenants))
     results: list[Result] = []
-    started = time.monotonic()
+    startup_s = 0.0
     signal.signal(signal.SIGTERM, _interrupt)
     try:
         ctx = cluster.start()
-        for name in [n for n in BEFORE_STACK if n in selected]:
-            results.append(run_one(name, ctx))
-        if workload or any(name not in BEFORE_STACK for name in selected):
+        for name in [n for n in selected if SCENARIOS[n].before_stack]:
+            results.append(run_one(name, ctx, None))
+        if workload or any(not SCENARIOS[name].before_stack for name in selected):
             cluster.run_stack(ctx)
+            startup_s = time.monotonic() - started - sum(r.seconds for r in results)
             if isinstance(workload, Workload):
                 say(f"simulating {args.simulate} on the {running_stack} stack")
                 simulation = simulate(ctx, workload)
@@ -91,10 +101,8 @@ def run(args: argparse.Namespace) -> int:
                 pools = Pools(plans[running_stack], ctx.catalog, ctx.hami)
                 identity = {"trace": str(args.simulate), "variant": args.variant, "run": args.run}
                 simulation = run_document(workload, seen, pools, oracle_per_step(workload, pools), identity)
-            for name in [n for n in selected if n not in BEFORE_STACK]:
-                results.append(run_one(name, ctx))
-                if ctx.agent.failure:
-                    raise RigError(f"the node agent stopped: {ctx.agent.failure}")
+            after = [n for n in selected if not SCENARIOS[n].before_stack]
+            results += run_scenarios(ctx, after, longest_first(REPORT_DIR / "report.json"))
     except KeyboardInterrupt:
         say("interrupted; stopping the rig")
         return 130
@@ -118,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
         (REPORT_DIR / "simulate.json").write_text(json.dumps(simulation, indent=2, sort_keys=True) + "\n")
         print(simulation_table(simulation))
         return 0
-    report.write(REPORT_DIR, results, elapsed)
+    report.write(REPORT_DIR, results, elapsed, startup_s)
     print(report.table(results, elapsed))
     return 0 if all(result.passed for result in results) else 1
 

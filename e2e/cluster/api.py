@@ -6,6 +6,7 @@ import json
 import ssl
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from typing import Any
 
 from e2e.cluster.errors import RigError
@@ -49,6 +50,20 @@ class Api:
         except (urllib.error.URLError, TimeoutError) as error:
             raise RigError(f"API server {self.server} unreachable: {error}") from None
         return json.loads(raw) if raw else None
+
+    def stream(self, path: str, timeout_s: float) -> Iterator[dict[str, Any]]:
+        """The objects of a streaming answer (a watch), one per line, as they come."""
+        request = urllib.request.Request(self.server + path)
+        request.add_header("Authorization", f"Bearer {self.token}")
+        request.add_header("Accept", "application/json")
+        try:
+            with urllib.request.urlopen(request, context=self._tls, timeout=timeout_s) as response:
+                for line in response:
+                    yield json.loads(line)
+        except urllib.error.HTTPError as error:
+            raise ApiError(error.code, error.read().decode(errors="replace")) from None
+        except (urllib.error.URLError, TimeoutError) as error:
+            raise RigError(f"API server {self.server} unreachable: {error}") from None
 
     def get(self, path: str) -> Any:
         return self.request("GET", path)

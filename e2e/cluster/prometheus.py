@@ -1,8 +1,8 @@
-"""The rig's Prometheus: the stack's GPU alert rules over Karpenter's real metrics.
+"""The rig's Prometheus: the stack's GPU alert rules over Karpenter's and HAMi's real metrics.
 
-The rules come from the offline plan of a copy of the prod stack file whose NodeClaim and pending-pod alert
-thresholds are one minute (the smallest the config accepts), so those alerts can fire within a run; everything
-else in them is what the stack deploys.
+The rules and the scrape of HAMi come from the offline plan of a copy of the running stack file with monitoring on
+and one-minute NodeClaim and pending-pod alert thresholds (the smallest the config accepts), so those alerts can
+fire within a run; everything else in them is what the stack deploys.
 """
 
 from __future__ import annotations
@@ -18,29 +18,33 @@ import yaml
 from e2e.cluster.errors import RigError
 from e2e.cluster.hami_chart import HamiRelease
 from e2e.cluster.rig import KARPENTER_METRICS_PORT, PROMETHEUS_PORT
-from e2e.cluster.stack import variant_plan
+from e2e.cluster.stack import Plan, variant_plan
 from gpushare import names
 
-RIG_STACK = "rig"
 NOT_INITIALIZED_ALERT = "GpuNodeClaimNotInitialized"
 
 
-def rules_from_the_stack(work: Path) -> dict[str, Any]:
-    """The prod stack's PrometheusRule groups, planned with one-minute NodeClaim and pending-pod thresholds."""
+def monitored(running: Plan, work: Path) -> Plan:
+    """The running stack planned with its own monitoring on and one-minute NodeClaim and pending-pod thresholds."""
 
     def one_minute(config: dict[str, Any]) -> None:
         monitoring = config.setdefault("gpushare:monitoring", {})
+        monitoring.pop("existingPrometheus", None)
+        monitoring["enabled"] = True
         monitoring.setdefault("alerts", {}).update(nodeClaimNotInitializedMinutes=1, podPendingMinutes=1)
 
-    [rule] = variant_plan("prod", RIG_STACK, work, one_minute).of_kind("PrometheusRule")
+    return variant_plan(running.stack, f"{running.stack}-monitored", work, one_minute, running)
+
+
+def rules_from_the_stack(plan: Plan) -> dict[str, Any]:
+    [rule] = plan.of_kind("PrometheusRule")
     return {"groups": rule["spec"]["groups"]}
 
 
-def hami_scrape(work: Path, release: HamiRelease) -> dict[str, Any]:
+def hami_scrape(plan: Plan, release: HamiRelease) -> dict[str, Any]:
     """A static scrape of HAMi's scheduler as the stack's ServiceMonitor reaches it: the Service port it names,
     mapped to the container port the chart's Service targets, its path, and the Service's name as `job` (what
     the Prometheus operator sets, and what the stack's HAMi alerts select)."""
-    plan = variant_plan("prod", "rig-monitors", work, lambda _config: None)
     [monitor] = [m for m in plan.of_kind("ServiceMonitor") if m["metadata"]["name"] == "hami-scheduler"]
     [endpoint] = monitor["spec"]["endpoints"]
     return {
@@ -50,9 +54,10 @@ def hami_scrape(work: Path, release: HamiRelease) -> dict[str, Any]:
     }
 
 
-def write_config(work: Path, release: HamiRelease) -> Path:
+def write_config(work: Path, release: HamiRelease, running: Plan) -> Path:
+    plan = monitored(running, work)
     rules = work / "rules.yaml"
-    rules.write_text(yaml.safe_dump(rules_from_the_stack(work)))
+    rules.write_text(yaml.safe_dump(rules_from_the_stack(plan)))
     config = work / "prometheus.yaml"
     config.write_text(
         yaml.safe_dump(
@@ -71,7 +76,7 @@ def write_config(work: Path, release: HamiRelease) -> Path:
                             }
                         ],
                     },
-                    hami_scrape(work, release),
+                    hami_scrape(plan, release),
                 ],
             }
         )

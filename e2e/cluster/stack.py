@@ -13,7 +13,7 @@ import copy
 import subprocess
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -45,6 +45,8 @@ class Plan:
     stack: str
     objects: tuple[dict[str, Any], ...]
     helm_values: dict[str, dict[str, Any]]
+    # The stack file it was planned from (variants of it are planned from a copy).
+    source: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def of_kind(self, kind: str) -> list[dict[str, Any]]:
         return [obj for obj in self.objects if obj["kind"] == kind]
@@ -96,14 +98,27 @@ def write_plan(stack: str, out: Path, stack_file: Path | None = None) -> Path:
     return out / stack
 
 
-def variant_plan(stack: str, name: str, work: Path, edit: Callable[[dict[str, Any]], None]) -> Plan:
-    """The offline plan of a copy of Pulumi.<stack>.yaml whose `config` map `edit` changed (a scenario's stack
-    variant, rendered by the real program rather than patched object by object)."""
-    stack_file = yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text())
-    edit(stack_file["config"])
+def stack_file(stack: str) -> dict[str, Any]:
+    """Pulumi.<stack>.yaml as a document (its `config` map holds the stack's keys)."""
+    return dict(yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text()))
+
+
+def plan_of(name: str, document: dict[str, Any], work: Path) -> Plan:
+    """The offline plan of a stack file given as a document, rendered by the real program."""
     copy_file = work / f"Pulumi.{name}.yaml"
-    copy_file.write_text(yaml.safe_dump(stack_file))
-    return load_plan(name, write_plan(name, work / "plans", copy_file))
+    copy_file.write_text(yaml.safe_dump(document))
+    return replace(load_plan(name, write_plan(name, work / "plans", copy_file)), source=document)
+
+
+def variant_plan(
+    stack: str, name: str, work: Path, edit: Callable[[dict[str, Any]], None], base: Plan | None = None
+) -> Plan:
+    """The offline plan of a copy of Pulumi.<stack>.yaml (or of the stack file `base` was planned from) whose
+    `config` map `edit` changed (a scenario's stack variant, rendered by the real program rather than patched object
+    by object)."""
+    document = copy.deepcopy(base.source) if base is not None else stack_file(stack)
+    edit(document["config"])
+    return plan_of(name, document, work)
 
 
 def load_plan(stack: str, plan_dir: Path) -> Plan:

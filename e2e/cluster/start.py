@@ -21,6 +21,7 @@ from pathlib import Path
 import yaml
 
 from e2e.cluster import prometheus
+from e2e.cluster.changes import Changes
 from e2e.cluster.device_plugins import NvidiaPluginConfig
 from e2e.cluster.errors import RigError
 from e2e.cluster.hami_chart import HamiRelease
@@ -29,6 +30,7 @@ from e2e.cluster.kubectl import Kubectl, KubectlError
 from e2e.cluster.node_agent import RIG_STACK_LABEL, NodeAgent
 from e2e.cluster.rig import Rig, wait_for
 from e2e.cluster.stack import Plan, node_overlay_gate
+from e2e.cluster.tenants import Tenant
 from e2e.cluster.workloads import Context, install_running_stack
 from gpushare import names
 from gpushare.catalog import InstanceType, load_catalog
@@ -46,8 +48,10 @@ class Cluster:
     work: Path
     plans: dict[str, Plan]
     running: str
+    tenants: tuple[Tenant, ...] = ()
     rig: Rig = field(init=False)
     agent: NodeAgent | None = field(default=None, init=False)
+    changes: Changes | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         self.rig = Rig(self.bin_dir, self.work)
@@ -74,22 +78,36 @@ class Cluster:
 
         zeroed = (*hami.resource_names, names.GPU_SHARED)
         self.agent = NodeAgent(rig.api, catalog, zeroed, start_hami_node, nvidia)
-        return Context(rig.log_dir, rig.api, kubectl, catalog, self.plans, self.agent, hami, datetime.now(UTC))
+        self.changes = Changes(rig.api)
+        self.changes.start()
+        return Context(
+            rig.log_dir,
+            rig.api,
+            kubectl,
+            catalog,
+            self.plans,
+            self.agent,
+            hami,
+            datetime.now(UTC),
+            self.running,
+            self.tenants,
+            changes=self.changes,
+        )
 
     def run_stack(self, ctx: Context) -> None:
         """The running stack applied as the rig runs it, with KWOK, Karpenter (the stack's NodeOverlay gate),
         Prometheus scraping Karpenter and HAMi, and the node agent playing the GPU nodes' kubelets."""
         say("starting KWOK, Karpenter (kwok provider, the stack's NodeOverlay gate) and Prometheus")
         rig = self.rig
-        install_running_stack(ctx, self.running)
+        install_running_stack(ctx)
         instance_types = self.work / "instance-types.json"
         instance_types.write_text(json.dumps(kwok_instance_types(ctx.catalog), indent=1))
         rig.start_kwok()
-        gate = node_overlay_gate(ctx.plans[self.running])
+        gate = node_overlay_gate(ctx.plan)
         rig.start_karpenter(instance_types, gate)
         ctx.restart_karpenter = lambda gate_text: _restart_karpenter(rig, instance_types, gate_text)
         ctx.stack_gate = gate
-        rig.start_prometheus(prometheus.write_config(self.work, ctx.hami))
+        rig.start_prometheus(prometheus.write_config(self.work, ctx.hami, ctx.plan))
         wait_for("Prometheus scraping Karpenter", prometheus.scraping_karpenter, 90, interval_s=1)
         hami_job = f"{ctx.hami.fullname}-scheduler"
         wait_for("Prometheus scraping HAMi's scheduler", lambda: prometheus.scraping(hami_job), 90, interval_s=1)
@@ -98,6 +116,8 @@ class Cluster:
     def stop(self, keep_logs: Path) -> None:
         """Stop every process this cluster started; their logs are kept in `keep_logs` (which GPU HAMi chose, why a
         pod stayed pending), the data directories (etcd, TSDB) go."""
+        if self.changes is not None:
+            self.changes.stop()
         if self.agent is not None and self.agent.is_alive():
             self.agent.stop()
         self.rig.stop()

@@ -7,27 +7,31 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from e2e.cluster.api import Api
+from e2e.cluster.changes import Changes
 from e2e.cluster.hami_chart import HamiRelease
 from e2e.cluster.kubectl import Kubectl
 from e2e.cluster.node_agent import NodeAgent
-from e2e.cluster.stack import KWOK_NODE_CLASS, Plan, for_rig
+from e2e.cluster.stack import KWOK_NODE_CLASS, Plan, for_rig, variant_plan
+from e2e.cluster.tenants import STACK, Tenant
 from gpushare import names
 from gpushare.catalog import Catalog
 
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
-
-
 MONITORING_GROUP = "monitoring.coreos.com"
 
 
 @dataclass
 class Context:
+    """The running cluster as one scenario, or the simulator, sees it: the plan the rig runs (`stack`), the tenant
+    whose teams and pools it owns (the stack's own when none), and what its waits cost (`waited`, seconds by what was
+    waited on)."""
+
     log_dir: Path
     api: Api
     kubectl: Kubectl
@@ -37,33 +41,65 @@ class Context:
     hami: HamiRelease
     # When the rig started (UTC): the rig's scheduled disruption budgets are computed from it.
     started: datetime
+    stack: str
+    tenants: tuple[Tenant, ...] = ()
+    tenant: Tenant = STACK
+    changes: Changes | None = None
+    waited: dict[str, float] = field(default_factory=dict)
     # Set once Karpenter runs: restart it with another NodeOverlay gate text, and the stack's own.
     restart_karpenter: Callable[[str], None] = lambda _gate: None
     stack_gate: str = "true"
+
+    @property
+    def plan(self) -> Plan:
+        return self.plans[self.stack]
+
+    def team(self, name: str) -> str:
+        """The tenant's copy of the stack's team `name` (the team itself for the stack's own)."""
+        return self.tenant.team(name) if self.tenant.name else name
+
+    def pool(self, name: str) -> str:
+        return self.tenant.pool(name) if self.tenant.name else name
+
+    def owns(self, pool: str) -> bool:
+        """Whether NodeClaims of `pool` are this context's to count and wait for."""
+        if self.tenant.name:
+            return self.tenant.owns(pool)
+        return not any(tenant.owns(pool) for tenant in self.tenants)
+
+    def for_tenant(self, tenant: Tenant) -> Context:
+        return replace(self, tenant=tenant, waited={})
 
 
 def namespaces_first(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(objects, key=lambda obj: obj["kind"] != "Namespace")
 
 
-def install_running_stack(ctx: Context, stack: str) -> None:
+def install_running_stack(ctx: Context) -> None:
     """Apply the stack as the rig runs it (NodePools on the KWOKNodeClass)."""
-    applied = [obj for obj in ctx.plans[stack].objects if not obj["apiVersion"].startswith(MONITORING_GROUP)]
+    applied = [obj for obj in ctx.plan.objects if not obj["apiVersion"].startswith(MONITORING_GROUP)]
     objects = namespaces_first([for_rig(obj, ctx.started) for obj in applied])
     ctx.kubectl.apply([KWOK_NODE_CLASS, *objects])
 
 
-def team_pools(ctx: Context, team: str, stack: str) -> list[str]:
-    return ctx.plans[stack].namespace(team)["metadata"]["annotations"][names.TEAM_POOLS_ANNOTATION].split(",")
+def variant(ctx: Context, name: str, edit: Callable[[dict[str, Any]], None]) -> Plan:
+    """The running plan with `edit` made to a copy of its stack file, planned by the real program (under a name of
+    the scenario's own, so concurrent scenarios' variants do not meet)."""
+    return variant_plan(ctx.stack, f"{ctx.stack}-{ctx.tenant.name or 'own'}-{name}", ctx.log_dir.parent, edit, ctx.plan)
 
 
-def team_pool(ctx: Context, team: str, stack: str) -> str:
-    return team_pools(ctx, team, stack)[0]
+def team_pools(ctx: Context, team: str) -> list[str]:
+    """The pools the team (a name in the running plan) lists."""
+    return ctx.plan.namespace(team)["metadata"]["annotations"][names.TEAM_POOLS_ANNOTATION].split(",")
 
 
-def rig_pool(ctx: Context, stack: str, pool: str) -> dict[str, Any]:
+def team_pool(ctx: Context, team: str) -> str:
+    return team_pools(ctx, team)[0]
+
+
+def rig_pool(ctx: Context, pool: str) -> dict[str, Any]:
     """The NodePool named `pool` as the rig runs it."""
-    [nodepool] = [p for p in ctx.plans[stack].of_kind("NodePool") if p["metadata"]["name"] == pool]
+    [nodepool] = [p for p in ctx.plan.of_kind("NodePool") if p["metadata"]["name"] == pool]
     return for_rig(nodepool, ctx.started)
 
 
@@ -123,15 +159,9 @@ def gpu_deployment(
 
 
 DEFAULT_SCHEDULER = "default-scheduler"
-
-
 # What HAMi's scheduler writes on a pod it placed (pkg/util/types.go), and its device plugin's bind phase.
 HAMI_NODE = "hami.io/vgpu-node"
-
-
 HAMI_DEVICES = "hami.io/vgpu-devices-allocated"
-
-
 HAMI_BIND_PHASE = "hami.io/bind-phase"
 
 
@@ -157,7 +187,12 @@ def bound(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def nodeclaims(ctx: Context) -> list[dict[str, Any]]:
-    return ctx.api.items("/apis/karpenter.sh/v1/nodeclaims")
+    """The NodeClaims of the context's own pools (concurrent scenarios' claims are theirs)."""
+    return [
+        claim
+        for claim in ctx.api.items("/apis/karpenter.sh/v1/nodeclaims")
+        if ctx.owns(claim["metadata"].get("labels", {}).get(names.NODEPOOL_LABEL, ""))
+    ]
 
 
 def condition(obj: dict[str, Any], kind: str) -> dict[str, Any]:
@@ -172,6 +207,16 @@ def events(ctx: Context, namespace: str, about: str = "") -> list[str]:
         for e in ctx.api.items(f"/api/v1/namespaces/{namespace}/events")
         if str(e.get("involvedObject", {}).get("name", "")).startswith(about)
     ]
+
+
+def event_count(ctx: Context, namespace: str, about: str, reason: str) -> int:
+    """How often the namespace's events with `reason` about objects named `about...` happened (a repeated event is
+    one object with a count)."""
+    return sum(
+        int(e.get("count") or e.get("series", {}).get("count") or 1)
+        for e in ctx.api.items(f"/api/v1/namespaces/{namespace}/events")
+        if e.get("reason") == reason and str(e.get("involvedObject", {}).get("name", "")).startswith(about)
+    )
 
 
 def nodes_by_type(ctx: Context) -> dict[str, int]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -10,6 +11,7 @@ from e2e.cluster.api import ApiError
 from e2e.cluster.errors import RigError
 from e2e.cluster.kubectl import KubectlError
 from e2e.cluster.rig import wait_for
+from e2e.cluster.stack import RIG_CONSOLIDATE_AFTER
 from e2e.cluster.workloads import (
     HAMI_BIND_PHASE,
     HAMI_DEVICES,
@@ -20,12 +22,34 @@ from e2e.cluster.workloads import (
     gpus_of,
     nodeclaims,
 )
+from gpushare.metrics import duration_seconds
 
 SCALE_TIMEOUT_S = 180
+# The stacks the project ships, whose own objects the objects and registration scenarios check.
+SHIPPED_STACKS = ("dev", "prod")
+# How long Karpenter takes, at most, to consolidate an empty node it may consolidate: the rig's consolidateAfter,
+# its disruption controller's polling period (10 s) and its command validation delay (15 s), both fixed in
+# sigs.k8s.io/karpenter v1.15 pkg/controllers/disruption, and a margin. Holding an empty node this long without
+# Karpenter taking it shows it will not.
+CONSOLIDATION_BOUND_S = duration_seconds(RIG_CONSOLIDATE_AFTER) + 10 + 15 + 5
 
 
 class ScenarioFailure(Exception):
     """A scenario's expectation did not hold; the message says what was seen."""
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A scenario of `make e2e`: what it runs on, and whether it can share the cluster with others."""
+
+    name: str
+    run: Callable[[Context], Result]
+    # The stack's teams the scenario gets its own copies of (with their pools); none: it uses the stack's own.
+    teams: tuple[str, ...] = ()
+    # Runs before the stack is installed (the objects scenarios apply and delete a whole stack).
+    before_stack: bool = False
+    # Changes what every scenario sees (restarts Karpenter): runs with no other.
+    alone: bool = False
 
 
 @dataclass
@@ -35,13 +59,45 @@ class Result:
     summary: str
     figures: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # Wall time, and the part of it each wait spent, by what was waited on (WAITED_ON).
+    seconds: float = 0.0
+    waited: dict[str, float] = field(default_factory=dict)
 
 
-def wait(what: str, condition: Callable[[], bool], timeout_s: float = SCALE_TIMEOUT_S) -> float:
-    try:
-        return wait_for(what, condition, timeout_s, interval_s=1)
-    except RigError as error:
-        raise ScenarioFailure(str(error)) from None
+# What a scenario's waits are charged to in its report: the controller whose work it waits for, or its own hold.
+WAITED_ON = ("karpenter", "hami", "alerts", "api", "settle")
+
+
+def _charge(ctx: Context, on: str, seconds: float) -> None:
+    assert on in WAITED_ON, on
+    ctx.waited[on] = round(ctx.waited.get(on, 0.0) + seconds, 1)
+
+
+def wait(
+    ctx: Context, what: str, condition: Callable[[], bool], timeout_s: float = SCALE_TIMEOUT_S, on: str = "karpenter"
+) -> float:
+    """Seconds until `condition` held, looked at whenever the cluster changes, charged to `on`; ScenarioFailure
+    naming `what` after `timeout_s`."""
+    started = time.monotonic()
+    if ctx.changes is not None:
+        held = ctx.changes.wait_for(condition, timeout_s)
+    else:
+        try:
+            wait_for(what, condition, timeout_s, interval_s=1)
+            held = True
+        except RigError:
+            held = False
+    seconds = time.monotonic() - started
+    _charge(ctx, on, seconds)
+    if not held:
+        raise ScenarioFailure(f"timed out after {timeout_s:.0f} s waiting for {what}")
+    return seconds
+
+
+def settle(ctx: Context, seconds: float) -> None:
+    """A fixed hold, for what only something not happening within a bound can show (a node Karpenter must keep)."""
+    time.sleep(seconds)
+    _charge(ctx, "settle", seconds)
 
 
 def placed_by_hami(ctx: Context, pods: list[dict[str, Any]]) -> dict[str, list[str]]:
@@ -60,10 +116,15 @@ def placed_by_hami(ctx: Context, pods: list[dict[str, Any]]) -> dict[str, list[s
     return placement
 
 
+def all_consolidated(ctx: Context, timeout_s: float = 240) -> float:
+    """Seconds until Karpenter has consolidated every GPU node of the scenario's pools away."""
+    return wait(ctx, "every NodeClaim consolidated away", lambda: not nodeclaims(ctx), timeout_s)
+
+
 def remove_and_wait_empty(ctx: Context, deployment: dict[str, Any]) -> float:
     """Delete the workload; seconds until Karpenter has consolidated every GPU node away."""
     ctx.kubectl.delete([deployment])
-    return wait("every NodeClaim consolidated away", lambda: not nodeclaims(ctx), 240)
+    return all_consolidated(ctx)
 
 
 def admits(ctx: Context, pod: dict[str, Any]) -> bool:

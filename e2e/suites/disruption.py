@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -17,18 +16,17 @@ from e2e.cluster.workloads import (
     running,
     team_pool,
 )
-from e2e.suites.base import (
-    Result,
-    ScenarioFailure,
-    wait,
-)
+from e2e.suites.base import CONSOLIDATION_BOUND_S, Result, Scenario, ScenarioFailure, settle, wait
+
+SEED_TEAM = "inference"
 
 
-def disruption_budget(ctx: Context, stack: str, team: str) -> Result:
+def disruption_budget(ctx: Context) -> Result:
     """A `nodes: 0` budget whose window covers now keeps an empty node; moved away from now, the same budget lets
     Karpenter consolidate it. Both windows are computed from the clock, so this holds at any hour and weekday."""
-    pool = team_pool(ctx, team, stack)
-    nodepool = rig_pool(ctx, stack, pool)
+    team = ctx.team(SEED_TEAM)
+    pool = team_pool(ctx, team)
+    nodepool = rig_pool(ctx, pool)
     now = datetime.now(UTC)
 
     def with_window(start: datetime, duration: timedelta) -> dict[str, Any]:
@@ -38,14 +36,14 @@ def disruption_budget(ctx: Context, stack: str, team: str) -> Result:
     covering = with_window(now - timedelta(hours=1), timedelta(hours=3))
     away = with_window(now + timedelta(hours=12), timedelta(hours=1))
     deployment = gpu_deployment(ctx, "budgeted", team, pool, 1, {"cores": 50, "mem_mib": 4096})
-    hold_s = 45
+    hold_s = CONSOLIDATION_BOUND_S
     try:
         ctx.kubectl.apply([covering])
         ctx.kubectl.apply([deployment])
-        wait("the budgeted pod Running", lambda: len(running(app_pods(ctx, team, "budgeted"))) == 1)
+        wait(ctx, "the budgeted pod Running", lambda: len(running(app_pods(ctx, team, "budgeted"))) == 1)
         ctx.kubectl.delete([deployment])
-        # Empty now: with no budget in force it would go within consolidateAfter (the rig's 15 s).
-        time.sleep(hold_s)
+        # Empty now: with no budget in force Karpenter would take it within its consolidation bound.
+        settle(ctx, hold_s)
         kept = [c["metadata"]["name"] for c in nodeclaims(ctx)]
         if not kept:
             window = covering["spec"]["disruption"]["budgets"]
@@ -54,7 +52,9 @@ def disruption_budget(ctx: Context, stack: str, team: str) -> Result:
         if not allowed_in or any(not value.endswith("=0") for value in allowed_in):
             raise ScenarioFailure(f"Karpenter allows disruptions {allowed_in} of {pool} inside the nodes: 0 window")
         ctx.kubectl.apply([away])
-        gone = wait("the empty node consolidated once the window is away from now", lambda: not nodeclaims(ctx), 240)
+        gone = wait(
+            ctx, "the empty node consolidated once the window is away from now", lambda: not nodeclaims(ctx), 240
+        )
         allowed_out = prometheus.allowed_disruptions(pool)
     finally:
         ctx.kubectl.delete([deployment])
@@ -73,3 +73,6 @@ def disruption_budget(ctx: Context, stack: str, team: str) -> Result:
         },
         ["windows computed from the clock at run time (Karpenter reads budget schedules in UTC)"],
     )
+
+
+SCENARIOS = (Scenario("disruption-budget", disruption_budget, (SEED_TEAM,)),)

@@ -2,30 +2,41 @@
 
 from __future__ import annotations
 
-import time
 from datetime import UTC, datetime
 from typing import Any
 
 from e2e.cluster import prometheus
+from e2e.cluster.workloads import Context
+from e2e.suites.base import settle
 
 # The rig renders the NodeClaim alert with nodeClaimNotInitializedMinutes: 1; rules are evaluated every 5 s.
 ALERT_THRESHOLD_S = 60
-
-
 ALERT_MARGIN_S = 15
+UNPLACED_ALERT = "HamiPodUnplaced"
+# The labels by which the stack's alerts name what they are about (a namespace, a pod, a NodeClaim's `name`, a
+# node); an alert with none of them is about the whole stack (a component down).
+SUBJECT_LABELS = ("namespace", "pod", "name", "node")
 
 
-def hold_past_alert_threshold(claims: list[dict[str, Any]]) -> int:
-    """Sleep until the oldest claim is older than the rig's one-minute alert threshold plus two evaluations."""
+def hold_past_alert_threshold(ctx: Context, claims: list[dict[str, Any]]) -> int:
+    """Hold until the oldest claim is older than the rig's one-minute alert threshold plus two evaluations."""
     created = min(
         datetime.fromisoformat(claim["metadata"]["creationTimestamp"].replace("Z", "+00:00")) for claim in claims
     )
-    remaining = ALERT_THRESHOLD_S + ALERT_MARGIN_S - (datetime.now(UTC) - created).total_seconds()
-    time.sleep(max(0.0, remaining))
+    settle(ctx, max(0.0, ALERT_THRESHOLD_S + ALERT_MARGIN_S - (datetime.now(UTC) - created).total_seconds()))
     return int((datetime.now(UTC) - created).total_seconds())
 
 
-UNPLACED_ALERT = "HamiPodUnplaced"
+def active_alerts_about(subjects: set[str]) -> list[str]:
+    """Names of the stack's active alerts (pending or firing) that are about one of `subjects` (namespaces, pods,
+    NodeClaims, nodes) or about the whole stack: what concurrent scenarios' own alerts are not."""
+    found = set()
+    for alert in prometheus.active_alerts():
+        labels = alert["labels"]
+        named = [labels[key] for key in SUBJECT_LABELS if key in labels]
+        if not named or subjects & set(named):
+            found.add(labels.get("alertname", ""))
+    return sorted(found)
 
 
 def unplaced_alerts() -> set[str]:

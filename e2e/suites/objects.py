@@ -16,11 +16,9 @@ from e2e.cluster.workloads import (
     namespaces_first,
     team_pool,
 )
-from e2e.suites.base import (
-    Result,
-    ScenarioFailure,
-    wait,
-)
+from e2e.suites.base import Result, Scenario, ScenarioFailure, wait
+
+SEED_TEAM = "inference"
 
 
 def objects_accepted(ctx: Context, stack: str) -> Result:
@@ -81,7 +79,7 @@ def _type_check_warnings(ctx: Context, policies: list[dict[str, Any]]) -> list[s
         done = all("typeChecking" in item.get("status", {}) for item in live)
         return live if done else None
 
-    wait("the API server to type-check the admission policies", lambda: checked() is not None, 60)
+    wait(ctx, "the API server to type-check the admission policies", lambda: checked() is not None, 60, on="api")
     return [
         f"{item['metadata']['name']} {warning['fieldRef']}: {warning['warning']}"
         for item in checked() or []
@@ -89,10 +87,11 @@ def _type_check_warnings(ctx: Context, policies: list[dict[str, Any]]) -> list[s
     ]
 
 
-def team_admission(ctx: Context, stack: str, team: str) -> Result:
+def team_admission(ctx: Context) -> Result:
     """The team's admission policies, evaluated by the API server on pods that ask HAMi resources."""
-    pool = team_pool(ctx, team, stack)
-    annotations = ctx.plans[stack].namespace(team)["metadata"].get("annotations", {})
+    team = ctx.team(SEED_TEAM)
+    pool = team_pool(ctx, team)
+    annotations = ctx.plan.namespace(team)["metadata"].get("annotations", {})
     expected = {
         "hami.io/node-scheduler-policy": annotations["gpushare.io/node-scheduler-policy"],
         "hami.io/gpu-scheduler-policy": annotations["gpushare.io/gpu-scheduler-policy"],
@@ -118,7 +117,7 @@ def team_admission(ctx: Context, stack: str, team: str) -> Result:
     if kept != own["hami.io/node-scheduler-policy"]:
         raise ScenarioFailure(f"a pod's own scheduler policy was overwritten with {kept}")
     priority = (plain["spec"].get("priorityClassName"), plain["spec"].get("priority"))
-    types = ctx.plans[stack].pool_instance_types()[pool]
+    types = ctx.plan.pool_instance_types()[pool]
     largest_mib = max(ctx.catalog.gpu_model_of(ctx.catalog.instance_type(t)).nvml_memory_mib for t in types)
     try:
         admitted(ctx, pod("too-big", {}, largest_mib + 1))
@@ -135,3 +134,10 @@ def team_admission(ctx: Context, stack: str, team: str) -> Result:
         f"{largest_mib + 1} MiB on one GPU refused",
         {"priority": list(priority), "refusal": refusal},
     )
+
+
+SCENARIOS = (
+    Scenario("objects-dev", lambda ctx: objects_accepted(ctx, "dev"), before_stack=True),
+    Scenario("objects-prod", lambda ctx: objects_accepted(ctx, "prod"), before_stack=True),
+    Scenario("team-admission", team_admission, (SEED_TEAM,)),
+)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import Any
 
 from e2e.cluster import prometheus
 from e2e.cluster.kubectl import KubectlError
-from e2e.cluster.stack import Plan, for_rig, variant_plan
+from e2e.cluster.stack import Plan, for_rig
 from e2e.cluster.workloads import (
     Context,
     admitted,
@@ -19,13 +20,9 @@ from e2e.cluster.workloads import (
     nodes_by_type,
     rig_pool,
     running,
+    variant,
 )
-from e2e.suites.base import (
-    Result,
-    ScenarioFailure,
-    placed_by_hami,
-    wait,
-)
+from e2e.suites.base import Result, Scenario, ScenarioFailure, all_consolidated, placed_by_hami, wait
 from e2e.suites.monitoring import (
     UNPLACED_ALERT,
     unplaced_alerts,
@@ -34,28 +31,26 @@ from gpushare import names
 from gpushare.render.alerts import FREE_GPU_MEMORY
 
 POLICY_ANNOTATIONS = ("hami.io/node-scheduler-policy", "hami.io/gpu-scheduler-policy")
-
-
 MULTI_GPU_TYPE = "g5.12xlarge"
-
-
 SEED_POLICY_POOL = "g5-shared"
+WIDE_TEAM = "ml-research"
 
 
-def multi_gpu_variant(ctx: Context, stack: str, team: str) -> Plan:
-    """The stack with its g5-shared pool on 4-GPU nodes only and `team` given a scheduler policy (node spread,
-    GPU binpack), rendered by the real program."""
+def multi_gpu_variant(ctx: Context) -> Plan:
+    """The stack with the scenario's g5-shared pool on 4-GPU nodes only and its copy of ml-research given a
+    scheduler policy (node spread, GPU binpack), rendered by the real program."""
+    pool_name, team = ctx.pool(SEED_POLICY_POOL), ctx.team(WIDE_TEAM)
 
     def edit(config: dict[str, Any]) -> None:
         for pool in config["gpushare:pools"]:
-            if pool["name"] == SEED_POLICY_POOL:
+            if pool["name"] == pool_name:
                 pool["instanceTypes"] = [MULTI_GPU_TYPE]
                 pool["maxGpus"] = 8
         for entry in config["gpushare:teams"]:
             if entry["name"] == team:
                 entry["schedulerPolicy"] = {"node": "spread", "gpu": "binpack"}
 
-    return variant_plan(stack, f"{stack}-multi-gpu", ctx.log_dir.parent, edit)
+    return variant(ctx, "multi-gpu", edit)
 
 
 def placed_one_by_one(
@@ -69,7 +64,12 @@ def placed_one_by_one(
     for count in range(1, replicas + 1):
         deployment["spec"]["replicas"] = count
         ctx.kubectl.apply([deployment])
-        wait(f"{count} {app} pods Running, placed by HAMi", lambda n=count: len(bound(app_pods(ctx, team, app))) == n)
+        wait(
+            ctx,
+            f"{count} {app} pods Running, placed by HAMi",
+            lambda n=count: len(bound(app_pods(ctx, team, app))) == n,
+            on="hami",
+        )
     pods = bound(app_pods(ctx, team, app))
     return placed_by_hami(ctx, pods), pods
 
@@ -89,36 +89,33 @@ def _policy_holds(node_policy: str, gpu_policy: str, placement: dict[str, list[s
     return ""
 
 
-def seed_003_policies(ctx: Context, stack: str, team: str) -> Result:
+def seed_003_policies(ctx: Context) -> Result:
     """Seed 003 with HAMi placing: on two 4-GPU nodes of a HAMi pool (held by two CPU-heavy pods that ask no GPU),
     four one-vGPU pods per node x GPU binpack/spread combination, each pod's own annotations read by HAMi's
     scheduler; then pods without annotations in a team whose policy admission sets them."""
-    variant = multi_gpu_variant(ctx, stack, team)
-    pool = for_rig(
-        next(p for p in variant.of_kind("NodePool") if p["metadata"]["name"] == SEED_POLICY_POOL), ctx.started
-    )
-    overlays = [
-        o for o in variant.of_kind("NodeOverlay") if o["metadata"]["labels"][names.POOL_LABEL] == SEED_POLICY_POOL
-    ]
+    team, pool_name = ctx.team(WIDE_TEAM), ctx.pool(SEED_POLICY_POOL)
+    multi = multi_gpu_variant(ctx)
+    pool = for_rig(next(p for p in multi.of_kind("NodePool") if p["metadata"]["name"] == pool_name), ctx.started)
+    overlays = [o for o in multi.of_kind("NodeOverlay") if o["metadata"]["labels"][names.POOL_LABEL] == pool_name]
     policies = [
         obj
-        for obj in variant.objects
+        for obj in multi.objects
         if obj["kind"].startswith("MutatingAdmissionPolicy")
         and "scheduler-policy" in obj["metadata"]["name"]
         and obj["metadata"]["name"].startswith(f"gpushare-{team}-")
     ]
-    ballast = gpu_deployment(ctx, "ballast", team, SEED_POLICY_POOL, 2, {}, cpu="30", gpu=False)
+    ballast = gpu_deployment(ctx, "ballast", team, pool_name, 2, {}, cpu="30", gpu=False)
     created: list[dict[str, Any]] = [ballast]
     results: dict[str, Any] = {}
     try:
         ctx.kubectl.apply([pool, *overlays])
         ctx.kubectl.apply([ballast])
-        wait("2 ballast pods Running on two nodes", lambda: len(running(app_pods(ctx, team, "ballast"))) == 2)
+        wait(ctx, "2 ballast pods Running on two nodes", lambda: len(running(app_pods(ctx, team, "ballast"))) == 2)
         nodes = {p["spec"]["nodeName"] for p in running(app_pods(ctx, team, "ballast"))}
         for node_policy in ("binpack", "spread"):
             for gpu_policy in ("binpack", "spread"):
                 app = f"node-{node_policy}-gpu-{gpu_policy}"
-                deployment = gpu_deployment(ctx, app, team, SEED_POLICY_POOL, 4, {"cores": 10, "mem_mib": 2000})
+                deployment = gpu_deployment(ctx, app, team, pool_name, 4, {"cores": 10, "mem_mib": 2000})
                 deployment["spec"]["template"]["metadata"]["annotations"] = dict(
                     zip(POLICY_ANNOTATIONS, (node_policy, gpu_policy), strict=True)
                 )
@@ -129,7 +126,7 @@ def seed_003_policies(ctx: Context, stack: str, team: str) -> Result:
                 if wrong:
                     raise ScenarioFailure(f"{app}: {wrong}: {results[app]}")
         ctx.kubectl.apply(policies)
-        plain = gpu_deployment(ctx, "team-policy", team, SEED_POLICY_POOL, 4, {"cores": 10, "mem_mib": 2000})
+        plain = gpu_deployment(ctx, "team-policy", team, pool_name, 4, {"cores": 10, "mem_mib": 2000})
         probe = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "probe", "namespace": team}}
         probe["spec"] = plain["spec"]["template"]["spec"]
 
@@ -138,7 +135,7 @@ def seed_003_policies(ctx: Context, stack: str, team: str) -> Result:
             return tuple(annotations.get(key) for key in POLICY_ANNOTATIONS) == ("spread", "binpack")
 
         # The API server picks up new admission policies asynchronously: a dry run shows when they apply.
-        wait(f"team {team}'s scheduler policy admission in force", in_force, 60)
+        wait(ctx, f"team {team}'s scheduler policy admission in force", in_force, 60, on="api")
         created.append(plain)
         results["team-policy"], pods = placed_one_by_one(ctx, plain, 4)
         got = {tuple(p["metadata"]["annotations"].get(key) for key in POLICY_ANNOTATIONS) for p in pods}
@@ -150,8 +147,8 @@ def seed_003_policies(ctx: Context, stack: str, team: str) -> Result:
     finally:
         ctx.kubectl.delete([*created, *policies])
         ctx.kubectl.delete(overlays)
-        ctx.kubectl.apply([rig_pool(ctx, stack, SEED_POLICY_POOL)])
-    wait("every NodeClaim consolidated away", lambda: not nodeclaims(ctx), 240)
+        ctx.kubectl.apply([rig_pool(ctx, pool_name)])
+    all_consolidated(ctx)
     summary = ", ".join(
         f"{app}: {len(placement)} node(s), {sorted(len(set(g)) for g in placement.values())} GPUs"
         for app, placement in results.items()
@@ -170,16 +167,10 @@ def seed_003_policies(ctx: Context, stack: str, team: str) -> Result:
 
 
 ONE_GPU_POOL = "g4dn-shared"
-
-
-# How long the scenario watches Karpenter and HAMi disagree: past the rig's one-minute alert threshold, Karpenter's
-# 30 s pod-metrics refresh and a few consolidation rounds.
+# The longest the scenario watches Karpenter and HAMi disagree: past the rig's one-minute alert threshold,
+# Karpenter's 30 s pod-metrics refresh and a few consolidation rounds.
 DISAGREE_WATCH_S = 150
-
-
 FRAGMENT_MIB = 13000
-
-
 FRAGMENT_PODS = 6
 
 
@@ -198,15 +189,17 @@ def _hami_refusal(ctx: Context, namespace: str, app: str) -> str:
     return messages[-1] if messages else ""
 
 
-def _watch_disagreement(ctx: Context, team: str, apps: dict[str, str]) -> dict[str, Any]:
-    """Watch pods Karpenter finds room for and HAMi does not place, for DISAGREE_WATCH_S: per app, the NodeClaims
-    its pool launched (distinct names: a launch/consolidate loop shows as more than one), whether the pod ever
-    ran, when HamiPodUnplaced fired for it and HAMi's reason."""
+def _watch_disagreement(ctx: Context, team: str, apps: dict[str, str], launches: bool) -> dict[str, Any]:
+    """Watch pods Karpenter finds room for and HAMi does not place, until HamiPodUnplaced fires for every app (and,
+    with `launches`, its pool launched a node), at most DISAGREE_WATCH_S: per app, the NodeClaims its pool launched
+    (distinct names: a launch/consolidate loop shows as more than one), whether the pod ever ran, when the alert
+    fired for it and HAMi's reason."""
     launched: dict[str, set[str]] = {pool: set() for pool in apps.values()}
     fired: dict[str, float] = {}
     ran: set[str] = set()
     started = time.monotonic()
-    while time.monotonic() - started < DISAGREE_WATCH_S:
+
+    def seen_all() -> bool:
         for pool, claims in _claims_by_pool(ctx).items():
             launched.setdefault(pool, set()).update(claims)
         firing = unplaced_alerts()
@@ -214,10 +207,12 @@ def _watch_disagreement(ctx: Context, team: str, apps: dict[str, str]) -> dict[s
             pods = app_pods(ctx, team, app)
             if running(pods):
                 ran.add(app)
-            for pod in pods:
-                if f"{team}/{pod['metadata']['name']}" in firing:
-                    fired.setdefault(app, round(time.monotonic() - started))
-        time.sleep(2)
+            if any(f"{team}/{pod['metadata']['name']}" in firing for pod in pods):
+                fired.setdefault(app, round(time.monotonic() - started))
+        return bool(ran) or all(app in fired and (launched[pool] or not launches) for app, pool in apps.items())
+
+    with contextlib.suppress(ScenarioFailure):  # what was seen is judged by the caller
+        wait(ctx, f"{UNPLACED_ALERT} for {', '.join(apps)}", seen_all, DISAGREE_WATCH_S, on="alerts")
     return {
         app: {
             "pool": pool,
@@ -227,6 +222,17 @@ def _watch_disagreement(ctx: Context, team: str, apps: dict[str, str]) -> dict[s
             "hami_refusal": _hami_refusal(ctx, team, app),
         }
         for app, pool in apps.items()
+    }
+
+
+def _free_gpu_memory_mib(nodes: set[str]) -> dict[str, float]:
+    """On the busiest of `nodes`, the GPU memory HAMi's metrics show free: summed over its GPUs (what Karpenter
+    counts) and on its emptiest GPU (what HAMi can place)."""
+    selected = "|".join(sorted(nodes))
+    free = FREE_GPU_MEMORY.replace("GPUDeviceMemoryLimit", f'GPUDeviceMemoryLimit{{nodeid=~"{selected}"}}')
+    return {
+        legend: max(float(s["value"][1]) for s in prometheus.query(f"{how} by (nodeid) ({free})")) / 2**20
+        for legend, how in (("summed_mib", "sum"), ("largest_on_one_gpu_mib", "max"))
     }
 
 
@@ -248,7 +254,7 @@ def _admission_refusal(ctx: Context, deployment: dict[str, Any]) -> str:
     return ""
 
 
-def karpenter_hami_disagree(ctx: Context, stack: str, team: str) -> Result:
+def karpenter_hami_disagree(ctx: Context) -> Result:
     """Where Karpenter's summed view of a node and HAMi's per-GPU placement disagree, what the real pair does and
     how the stack prevents or surfaces it. (1) Without the team's per-GPU admission bound: a container asking 2
     vGPUs on one-GPU nodes, and one asking more memory than one GPU of a 4-GPU node holds; Karpenter launches
@@ -257,31 +263,30 @@ def karpenter_hami_disagree(ctx: Context, stack: str, team: str) -> Result:
     one per GPU; Karpenter counts room for more on the node and launches nothing, the rest pend, HAMi's own
     metrics show the memory free in sum but not on any one GPU, and the alert fires. (4) Pool design prevents it:
     the same pods on the stack's one-GPU pool all run."""
-    variant = multi_gpu_variant(ctx, stack, team)
-    multi_pool = for_rig(
-        next(p for p in variant.of_kind("NodePool") if p["metadata"]["name"] == SEED_POLICY_POOL), ctx.started
-    )
-    overlays = [
-        o for o in variant.of_kind("NodeOverlay") if o["metadata"]["labels"][names.POOL_LABEL] == SEED_POLICY_POOL
-    ]
+    team, multi_name, one_gpu_name = ctx.team(WIDE_TEAM), ctx.pool(SEED_POLICY_POOL), ctx.pool(ONE_GPU_POOL)
+    multi = multi_gpu_variant(ctx)
+    multi_pool = for_rig(next(p for p in multi.of_kind("NodePool") if p["metadata"]["name"] == multi_name), ctx.started)
+    overlays = [o for o in multi.of_kind("NodeOverlay") if o["metadata"]["labels"][names.POOL_LABEL] == multi_name]
     [binding] = [
         b
-        for b in ctx.plans[stack].of_kind("ValidatingAdmissionPolicyBinding")
+        for b in ctx.plan.of_kind("ValidatingAdmissionPolicyBinding")
         if b["metadata"]["name"] == f"gpushare-{team}-per-gpu-limit"
     ]
     gpu_mib = ctx.catalog.gpu_model_of(ctx.catalog.instance_type(MULTI_GPU_TYPE)).nvml_memory_mib
-    more_vgpus = gpu_deployment(ctx, "more-vgpus", team, ONE_GPU_POOL, 1, {"gpu": 2, "cores": 10, "mem_mib": 1000})
-    over_one_gpu = gpu_deployment(ctx, "over-one-gpu", team, SEED_POLICY_POOL, 1, {"cores": 10, "mem_mib": 30000})
+    more_vgpus = gpu_deployment(ctx, "more-vgpus", team, one_gpu_name, 1, {"gpu": 2, "cores": 10, "mem_mib": 1000})
+    over_one_gpu = gpu_deployment(ctx, "over-one-gpu", team, multi_name, 1, {"cores": 10, "mem_mib": 30000})
     fragmented = gpu_deployment(
-        ctx, "fragmented", team, SEED_POLICY_POOL, FRAGMENT_PODS, {"cores": 10, "mem_mib": FRAGMENT_MIB}
+        ctx, "fragmented", team, multi_name, FRAGMENT_PODS, {"cores": 10, "mem_mib": FRAGMENT_MIB}
     )
     figures: dict[str, Any] = {}
     try:
         ctx.kubectl.apply([multi_pool, *overlays])
         ctx.kubectl.delete([binding])
-        wait("the per-GPU bound out of force", lambda: not _admission_refusal(ctx, more_vgpus), 60)
+        wait(ctx, "the per-GPU bound out of force", lambda: not _admission_refusal(ctx, more_vgpus), 60, on="api")
         ctx.kubectl.apply([more_vgpus, over_one_gpu])
-        unbounded = _watch_disagreement(ctx, team, {"more-vgpus": ONE_GPU_POOL, "over-one-gpu": SEED_POLICY_POOL})
+        unbounded = _watch_disagreement(
+            ctx, team, {"more-vgpus": one_gpu_name, "over-one-gpu": multi_name}, launches=True
+        )
         figures["without_admission_bound"] = unbounded
         wrong = {
             app: seen
@@ -291,9 +296,9 @@ def karpenter_hami_disagree(ctx: Context, stack: str, team: str) -> Result:
         if wrong:
             raise ScenarioFailure(f"expected a node launched, the pod never placed and {UNPLACED_ALERT}: {wrong}")
         ctx.kubectl.delete([more_vgpus, over_one_gpu])
-        wait("every NodeClaim consolidated away", lambda: not nodeclaims(ctx), 240)
+        all_consolidated(ctx)
         ctx.kubectl.apply([binding])
-        wait("the per-GPU bound in force", lambda: bool(_admission_refusal(ctx, more_vgpus)), 60)
+        wait(ctx, "the per-GPU bound in force", lambda: bool(_admission_refusal(ctx, more_vgpus)), 60, on="api")
         refusals = {d["metadata"]["name"]: _admission_refusal(ctx, d) for d in (more_vgpus, over_one_gpu)}
         figures["admission_refusals"] = refusals
         if "nvidia.com/gpu per container must be at most 1" not in refusals["more-vgpus"] or (
@@ -306,14 +311,10 @@ def karpenter_hami_disagree(ctx: Context, stack: str, team: str) -> Result:
         placed_one_by_one(ctx, fragmented, fits)
         fragmented["spec"]["replicas"] = FRAGMENT_PODS
         ctx.kubectl.apply([fragmented])
-        seen = _watch_disagreement(ctx, team, {"fragmented": SEED_POLICY_POOL})["fragmented"]
+        seen = _watch_disagreement(ctx, team, {"fragmented": multi_name}, launches=False)["fragmented"]
         pods = app_pods(ctx, team, "fragmented")
         placement = placed_by_hami(ctx, bound(pods))
-        free = {
-            legend: max(float(s["value"][1]) for s in prometheus.query(f"{how} by (nodeid) ({FREE_GPU_MEMORY})"))
-            / 2**20
-            for legend, how in (("summed_mib", "sum"), ("largest_on_one_gpu_mib", "max"))
-        }
+        free = _free_gpu_memory_mib(set(placement))
         figures["fragmentation"] = {
             **seen,
             "pods_placed": len(bound(pods)),
@@ -330,11 +331,12 @@ def karpenter_hami_disagree(ctx: Context, stack: str, team: str) -> Result:
             raise ScenarioFailure(f"fragmentation did not show as expected: {figures['fragmentation']}")
         ctx.kubectl.delete([fragmented])
         ctx.kubectl.delete(overlays)
-        ctx.kubectl.apply([rig_pool(ctx, stack, SEED_POLICY_POOL)])
-        wait("every NodeClaim consolidated away", lambda: not nodeclaims(ctx), 240)
+        ctx.kubectl.apply([rig_pool(ctx, multi_name)])
+        all_consolidated(ctx)
 
         ctx.kubectl.apply([fragmented])
         seconds = wait(
+            ctx,
             f"{FRAGMENT_PODS} pods placed by HAMi on the one-GPU pool",
             lambda: len(bound(app_pods(ctx, team, "fragmented"))) == FRAGMENT_PODS,
             240,
@@ -344,8 +346,8 @@ def karpenter_hami_disagree(ctx: Context, stack: str, team: str) -> Result:
     finally:
         ctx.kubectl.delete([more_vgpus, over_one_gpu, fragmented])
         ctx.kubectl.delete(overlays)
-        ctx.kubectl.apply([rig_pool(ctx, stack, SEED_POLICY_POOL), binding])
-    wait("every NodeClaim consolidated away", lambda: not nodeclaims(ctx), 240)
+        ctx.kubectl.apply([rig_pool(ctx, multi_name), binding])
+    all_consolidated(ctx)
     unbounded, frag = figures["without_admission_bound"], figures["fragmentation"]
     free = frag["free_gpu_memory"]
     return Result(
@@ -366,3 +368,9 @@ def karpenter_hami_disagree(ctx: Context, stack: str, team: str) -> Result:
             "per-GPU-limit binding removed for part 1 and restored"
         ],
     )
+
+
+SCENARIOS = (
+    Scenario("seed-003-policies", seed_003_policies, (WIDE_TEAM,)),
+    Scenario("karpenter-hami-disagree", karpenter_hami_disagree, (WIDE_TEAM,)),
+)

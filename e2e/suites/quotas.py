@@ -2,38 +2,38 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from e2e.cluster.kubectl import KubectlError
-from e2e.cluster.stack import Plan, for_rig, variant_plan
+from e2e.cluster.stack import Plan, for_rig
+from e2e.cluster.tenants import renamed
 from e2e.cluster.workloads import (
     PAUSE_IMAGE,
     Context,
     app_pods,
+    event_count,
     events,
     get_pod,
     gpu_deployment,
-    nodeclaims,
     running,
     team_pool,
+    variant,
 )
-from e2e.suites.base import (
-    Result,
-    ScenarioFailure,
-    admits,
-    wait,
-)
+from e2e.suites.base import Result, Scenario, ScenarioFailure, admits, all_consolidated, wait
 from gpushare import names
 
+SEED_TEAM = "inference"
+WIDE_TEAM = "ml-research"
 
-def quota_refuses(ctx: Context, stack: str, team: str) -> Result:
+
+def quota_refuses(ctx: Context) -> Result:
     """A pod beyond the team's ResourceQuota is refused by the API server itself. It asks one vGPU more than
     the quota's requests.nvidia.com/gpu, one per container (the per-GPU limit allows a container no more vGPUs than
     a node of the team has GPUs) with small per-GPU requests, so only the quota can refuse it."""
-    [quota] = [q for q in ctx.plans[stack].of_kind("ResourceQuota") if q["metadata"]["namespace"] == team]
+    team = ctx.team(SEED_TEAM)
+    [quota] = [q for q in ctx.plan.of_kind("ResourceQuota") if q["metadata"]["namespace"] == team]
     hard_vgpus = int(quota["spec"]["hard"][f"requests.{ctx.hami.resource_name}"])
-    pool = team_pool(ctx, team, stack)
+    pool = team_pool(ctx, team)
     template = gpu_deployment(ctx, "over-quota", team, pool, 1, {"cores": 1, "mem_mib": 1})["spec"]["template"]
     [container] = template["spec"]["containers"]
     template["spec"]["containers"] = [{**container, "name": f"server-{i}"} for i in range(hard_vgpus + 1)]
@@ -57,13 +57,13 @@ def quota_refuses(ctx: Context, stack: str, team: str) -> Result:
 EXCLUSIVE_POOL = "rig-exclusive"
 
 
-def _with_exclusive_pool(ctx: Context, stack: str) -> Plan:
-    """The stack with a one-GPU exclusive pool (one g4dn.xlarge at most) that every team lists."""
+def _with_exclusive_pool(ctx: Context, pool: str) -> Plan:
+    """The stack with a one-GPU exclusive pool `pool` (one g4dn.xlarge at most) that the scenario's teams list."""
 
     def edit(config: dict[str, Any]) -> None:
         config["gpushare:pools"].append(
             {
-                "name": EXCLUSIVE_POOL,
+                "name": pool,
                 "instanceTypes": ["g4dn.xlarge"],
                 "capacityTypes": ["on-demand"],
                 "maxGpus": 1,
@@ -71,9 +71,10 @@ def _with_exclusive_pool(ctx: Context, stack: str) -> Plan:
             }
         )
         for team in config["gpushare:teams"]:
-            team["pools"].append(EXCLUSIVE_POOL)
+            if ctx.tenant.owns(team["name"]):
+                team["pools"].append(pool)
 
-    return variant_plan(stack, f"{stack}-exclusive", ctx.log_dir.parent, edit)
+    return variant(ctx, "exclusive", edit)
 
 
 def _policies_changed_by(plan: Plan, variant: Plan) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -106,37 +107,47 @@ def _whole_gpu_pod(name: str, namespace: str, pool: str) -> dict[str, Any]:
     }
 
 
-def priorities(ctx: Context, stack: str, batch_team: str, critical_team: str) -> Result:
+def priorities(ctx: Context) -> Result:
     """A critical team's pod arrives when the pool it shares with a batch team is full. On a HAMi pool
     kube-scheduler cannot preempt for it: HAMi's extender has no preempt verb and its resources are
     ignoredByScheduler, so the batch pods keep their GPUs and the critical pod waits (HAMi #1878). On an
     exclusive pool, where nvidia.com/gpu is the kubelet's own resource, the batch pod is preempted."""
-    pool = team_pool(ctx, critical_team, stack)
-    [nodepool] = [p for p in ctx.plans[stack].of_kind("NodePool") if p["metadata"]["name"] == pool]
+    batch_team, critical_team = ctx.team(WIDE_TEAM), ctx.team(SEED_TEAM)
+    exclusive_name = renamed(EXCLUSIVE_POOL, ctx.tenant.name)
+    pool = team_pool(ctx, critical_team)
+    [nodepool] = [p for p in ctx.plan.of_kind("NodePool") if p["metadata"]["name"] == pool]
     limit = int(nodepool["spec"]["limits"][names.GPU])
-    types = ctx.plans[stack].pool_instance_types()[pool]
+    types = ctx.plan.pool_instance_types()[pool]
     smallest = min(types, key=lambda t: ctx.catalog.instance_type(t).on_demand_usd_per_hour)
     whole_gpu_mib = ctx.catalog.gpu_model_of(ctx.catalog.instance_type(smallest)).nvml_memory_mib
     # Each batch pod takes a whole GPU's memory on its own node: the pool's vGPU limit allows limit / split nodes.
     nodes = limit // ctx.hami.split_count
     batch = gpu_deployment(ctx, "batch-fill", batch_team, pool, nodes, {"cores": 100, "mem_mib": whole_gpu_mib})
     critical = gpu_deployment(ctx, "critical", critical_team, pool, 1, {"cores": 10, "mem_mib": 2048})
-    exclusive = _with_exclusive_pool(ctx, stack)
+    exclusive = _with_exclusive_pool(ctx, exclusive_name)
     [exclusive_pool] = [
-        for_rig(p, ctx.started) for p in exclusive.of_kind("NodePool") if p["metadata"]["name"] == EXCLUSIVE_POOL
+        for_rig(p, ctx.started) for p in exclusive.of_kind("NodePool") if p["metadata"]["name"] == exclusive_name
     ]
-    widened, own = _policies_changed_by(ctx.plans[stack], exclusive)
+    widened, own = _policies_changed_by(ctx.plan, exclusive)
     figures: dict[str, Any] = {"hami_pool": pool, "batch_pods": nodes}
     try:
         ctx.kubectl.apply([batch])
         wait(
+            ctx,
             f"{nodes} batch pods Running (the pool full)",
             lambda: len(running(app_pods(ctx, batch_team, "batch-fill"))) == nodes,
             300,
         )
         ctx.kubectl.apply([critical])
-        hold_s = 60
-        time.sleep(hold_s)
+        # kube-scheduler looks for victims (PostFilter) in the very cycle that ends in FailedScheduling: two failed
+        # cycles show it found none, with the pool at its limit.
+        hold_s = wait(
+            ctx,
+            "HAMi's kube-scheduler failing the critical pod twice",
+            lambda: event_count(ctx, critical_team, "critical", "FailedScheduling") >= 2,
+            120,
+            on="hami",
+        )
         pending = [p for p in app_pods(ctx, critical_team, "critical") if p.get("status", {}).get("phase") != "Running"]
         survivors = len(running(app_pods(ctx, batch_team, "batch-fill")))
         [critical_pod] = app_pods(ctx, critical_team, "critical")
@@ -150,42 +161,57 @@ def priorities(ctx: Context, stack: str, batch_team: str, critical_team: str) ->
         if not pending or survivors != nodes:
             raise ScenarioFailure(f"on HAMi pool {pool} the critical pod ran or a batch pod went: {figures['hami']}")
         ctx.kubectl.delete([critical, batch])
-        wait("the HAMi pool empty", lambda: not nodeclaims(ctx), 300)
+        all_consolidated(ctx, 300)
         ctx.kubectl.apply([exclusive_pool, *widened])
-        low = _whole_gpu_pod("batch-whole-gpu", batch_team, EXCLUSIVE_POOL)
-        high = _whole_gpu_pod("critical-whole-gpu", critical_team, EXCLUSIVE_POOL)
-        wait("the teams' policies admitting the exclusive pool", lambda: admits(ctx, low) and admits(ctx, high), 60)
+        low = _whole_gpu_pod("batch-whole-gpu", batch_team, exclusive_name)
+        high = _whole_gpu_pod("critical-whole-gpu", critical_team, exclusive_name)
+        wait(
+            ctx,
+            "the teams' policies admitting the exclusive pool",
+            lambda: admits(ctx, low) and admits(ctx, high),
+            60,
+            on="api",
+        )
         ctx.kubectl.apply([low])
         wait(
+            ctx,
             "the batch pod Running on the exclusive pool",
             lambda: get_pod(ctx, batch_team, low["metadata"]["name"]).get("status", {}).get("phase") == "Running",
         )
         ctx.kubectl.apply([high])
         seconds = wait(
+            ctx,
             "the critical pod Running on the exclusive pool",
             lambda: get_pod(ctx, critical_team, high["metadata"]["name"]).get("status", {}).get("phase") == "Running",
         )
         gone = [e for e in events(ctx, batch_team, about="batch-whole-gpu") if e.startswith("Preempted")]
         figures["exclusive"] = {"critical_running_after_s": round(seconds, 1), "batch_events": gone}
         if not gone:
-            raise ScenarioFailure(f"the critical pod runs on {EXCLUSIVE_POOL} but the batch pod was not preempted")
+            raise ScenarioFailure(f"the critical pod runs on {exclusive_name} but the batch pod was not preempted")
     finally:
         ctx.kubectl.delete([critical, batch])
         ctx.kubectl.delete(
             [
-                _whole_gpu_pod("batch-whole-gpu", batch_team, EXCLUSIVE_POOL),
-                _whole_gpu_pod("critical-whole-gpu", critical_team, EXCLUSIVE_POOL),
+                _whole_gpu_pod("batch-whole-gpu", batch_team, exclusive_name),
+                _whole_gpu_pod("critical-whole-gpu", critical_team, exclusive_name),
             ]
         )
         ctx.kubectl.delete([exclusive_pool])
         ctx.kubectl.apply(own)
-    wait("every NodeClaim consolidated away", lambda: not nodeclaims(ctx), 300)
+    all_consolidated(ctx, 300)
     return Result(
         "priorities",
         True,
         f"HAMi pool {pool} full of {nodes} batch pods: the critical pod (priority "
-        f"{figures['hami']['critical_priority']}) stays Pending {hold_s} s, no batch pod preempted (no preempt verb in "
+        f"{figures['hami']['critical_priority']}) stays Pending ({hold_s:.0f} s, two scheduling cycles), no batch pod "
+        "preempted (no preempt verb in "
         "HAMi's extender); exclusive pool: the batch pod is preempted and the critical pod runs after "
         f"{figures['exclusive']['critical_running_after_s']} s",
         figures,
     )
+
+
+SCENARIOS = (
+    Scenario("quota", quota_refuses, (SEED_TEAM,)),
+    Scenario("priorities", priorities, (WIDE_TEAM, SEED_TEAM)),
+)

@@ -4,7 +4,6 @@ cannot see it (no overlays, the gate off, no device plugin).
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from e2e.cluster import prometheus
@@ -19,18 +18,14 @@ from e2e.cluster.workloads import (
     requirement,
     team_pool,
 )
-from e2e.suites.base import (
-    Result,
-    ScenarioFailure,
-    wait,
-)
+from e2e.suites.base import CONSOLIDATION_BOUND_S, SHIPPED_STACKS, Result, Scenario, ScenarioFailure, settle, wait
 from gpushare import names
 from gpushare.hami import SharingProfile, node_capacity
 
 # The mock polls its node every 30 s and the kubelet stand-in relays its ListAndWatch (every 10 s).
 REGISTRATION_TIMEOUT_S = 120
-
-
+SEED_TEAM = "inference"
+NO_INSTANCE_TYPE = "no instance type has enough resources"
 REGISTRATION_TAINT = {"key": "rig.gpushare.io/registration", "value": "only", "effect": "NoSchedule"}
 
 
@@ -38,7 +33,7 @@ def _registration_nodes(ctx: Context) -> list[tuple[dict[str, Any], dict[str, in
     """Per instance type of every HAMi pool of every stack: a fake node of it (the pool's labels, tainted so no
     pod lands), what gpushare's capacity model says it registers, and what the pool's NodeOverlay advertises."""
     found = []
-    for stack, plan in sorted(ctx.plans.items()):
+    for stack, plan in sorted((stack, ctx.plans[stack]) for stack in SHIPPED_STACKS):
         release = HamiRelease.from_values(plan.helm_values[names.HAMI_RELEASE])
         profile = SharingProfile(
             deviceSplitCount=release.split_count,
@@ -88,9 +83,11 @@ def hami_registration(ctx: Context) -> Result:
 
     try:
         seconds = wait(
+            ctx,
             f"{len(nodes)} registration nodes registering every HAMi resource",
             lambda: all(all(registered(node).values()) for node in nodes),
             REGISTRATION_TIMEOUT_S,
+            on="hami",
         )
         wrong = []
         figures = {}
@@ -107,24 +104,23 @@ def hami_registration(ctx: Context) -> Result:
     return Result(
         "hami-registration",
         True,
-        f"{len(cases)} instance types of the HAMi pools of {', '.join(sorted(ctx.plans))}: what the real mock and "
+        f"{len(cases)} instance types of the HAMi pools of {', '.join(SHIPPED_STACKS)}: what the real mock and "
         f"HAMi's device plugin stand-in registered equals the capacity model and the overlay, within {seconds:.0f} s",
         {"registered": figures, "seconds": round(seconds, 1)},
     )
 
 
-def no_overlays(ctx: Context, stack: str, team: str) -> Result:
+def no_overlays(ctx: Context) -> Result:
     """Without NodeOverlays Karpenter cannot see HAMi's resources: Pending, and it says why."""
-    pool = team_pool(ctx, team, stack)
-    overlays = [
-        obj for obj in ctx.plans[stack].of_kind("NodeOverlay") if obj["metadata"]["labels"][names.POOL_LABEL] == pool
-    ]
+    team = ctx.team(SEED_TEAM)
+    pool = team_pool(ctx, team)
+    overlays = [obj for obj in ctx.plan.of_kind("NodeOverlay") if obj["metadata"]["labels"][names.POOL_LABEL] == pool]
     ctx.kubectl.delete(overlays)
     deployment = gpu_deployment(ctx, "no-overlay", team, pool, 1, {"cores": 50, "mem_mib": 4096})
+    needle = NO_INSTANCE_TYPE
     try:
         ctx.kubectl.apply([deployment])
-        needle = "no instance type has enough resources"
-        seconds = wait(f"a Karpenter event '{needle}'", lambda: any(needle in e for e in events(ctx, team)), 90)
+        seconds = wait(ctx, f"a Karpenter event '{needle}'", lambda: any(needle in e for e in events(ctx, team)), 90)
         if nodeclaims(ctx):
             raise ScenarioFailure(f"Karpenter launched {len(nodeclaims(ctx))} NodeClaims without overlays")
     finally:
@@ -138,16 +134,18 @@ def no_overlays(ctx: Context, stack: str, team: str) -> Result:
     )
 
 
-def gate_off(ctx: Context, stack: str, team: str) -> Result:
+def gate_off(ctx: Context) -> Result:
     """The negative control of the gate: with the stack's overlays in place but Karpenter's NodeOverlay gate off,
     Karpenter ignores them and a vGPU pod stays Pending with the same message as without overlays."""
-    pool = team_pool(ctx, team, stack)
+    team = ctx.team(SEED_TEAM)
+    pool = team_pool(ctx, team)
     deployment = gpu_deployment(ctx, "gate-off", team, pool, 1, {"cores": 50, "mem_mib": 4096})
-    needle = "no instance type has enough resources"
+    needle = NO_INSTANCE_TYPE
     ctx.restart_karpenter("false")
     try:
         ctx.kubectl.apply([deployment])
         seconds = wait(
+            ctx,
             f"a Karpenter event '{needle}'",
             lambda: any(needle in message for message in events(ctx, team, about="gate-off")),
             90,
@@ -167,9 +165,10 @@ def gate_off(ctx: Context, stack: str, team: str) -> Result:
     )
 
 
-def resource_not_registered(ctx: Context, stack: str, team: str) -> Result:
+def resource_not_registered(ctx: Context) -> Result:
     """No device plugin on the node: NodeClaim Initialized=Unknown/ResourceNotRegistered, never consolidated."""
-    pool = team_pool(ctx, team, stack)
+    team = ctx.team(SEED_TEAM)
+    pool = team_pool(ctx, team)
     ctx.agent.unplugged_pools.add(pool)
     deployment = gpu_deployment(ctx, "unplugged", team, pool, 1, {"cores": 50, "mem_mib": 4096})
     try:
@@ -179,7 +178,7 @@ def resource_not_registered(ctx: Context, stack: str, team: str) -> Result:
             claims = nodeclaims(ctx)
             return bool(claims) and condition(claims[0], "Initialized").get("reason") == "ResourceNotRegistered"
 
-        seconds = wait("a NodeClaim Initialized=Unknown, reason ResourceNotRegistered", stuck)
+        seconds = wait(ctx, "a NodeClaim Initialized=Unknown, reason ResourceNotRegistered", stuck)
         [claim] = nodeclaims(ctx)
         initialized = condition(claim, "Initialized")
         name = claim["metadata"]["name"]
@@ -190,18 +189,21 @@ def resource_not_registered(ctx: Context, stack: str, team: str) -> Result:
                 for a in prometheus.alerts(prometheus.NOT_INITIALIZED_ALERT)
             )
 
-        alert_s = seconds + wait(f"{prometheus.NOT_INITIALIZED_ALERT} firing for {name}", firing)
+        alert_s = seconds + wait(ctx, f"{prometheus.NOT_INITIALIZED_ALERT} firing for {name}", firing, on="alerts")
         ctx.kubectl.delete([deployment])
-        # Empty now: a consolidatable node would go within consolidateAfter; an uninitialized one must stay.
-        hold_s = 45
-        time.sleep(hold_s)
+        # Empty now: a consolidatable node would go within Karpenter's consolidation bound; an uninitialized one
+        # must stay.
+        hold_s = CONSOLIDATION_BOUND_S
+        settle(ctx, hold_s)
         remaining = [c["metadata"]["name"] for c in nodeclaims(ctx)]
         if claim["metadata"]["name"] not in remaining:
             raise ScenarioFailure("the uninitialized NodeClaim was consolidated")
     finally:
         ctx.kubectl.delete([deployment])
         ctx.agent.unplugged_pools.discard(pool)
-    gone = wait("the NodeClaim to initialize and consolidate once the plugin runs", lambda: not nodeclaims(ctx), 240)
+    gone = wait(
+        ctx, "the NodeClaim to initialize and consolidate once the plugin runs", lambda: not nodeclaims(ctx), 240
+    )
     return Result(
         "resource-not-registered",
         True,
@@ -215,3 +217,11 @@ def resource_not_registered(ctx: Context, stack: str, team: str) -> Result:
             "message": initialized.get("message", ""),
         },
     )
+
+
+SCENARIOS = (
+    Scenario("hami-registration", hami_registration),
+    Scenario("no-overlays", no_overlays, (SEED_TEAM,)),
+    Scenario("gate-off", gate_off, (SEED_TEAM,), alone=True),
+    Scenario("resource-not-registered", resource_not_registered, (SEED_TEAM,)),
+)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from e2e.cluster.build import TOOLS, UPSTREAM_SOURCES
-from e2e.suites.base import Result
+from e2e.suites.base import WAITED_ON, Result
 
 DEVIATIONS = (
     "NodePools point at a KWOKNodeClass instead of the EC2NodeClass (the kwok provider launches only for its own "
@@ -69,23 +69,40 @@ def versions() -> dict[str, str]:
     return found
 
 
-def _document(results: list[Result], elapsed_s: float) -> dict[str, Any]:
+def _document(results: list[Result], elapsed_s: float, startup_s: float) -> dict[str, Any]:
     return {
         "passed": all(result.passed for result in results),
         "seconds": round(elapsed_s, 1),
+        "startup_seconds": round(startup_s, 1),
         "versions": versions(),
         "deviations": list(DEVIATIONS),
         "scenarios": [
-            {"name": r.name, "passed": r.passed, "summary": r.summary, "figures": r.figures, "notes": r.notes}
+            {
+                "name": r.name,
+                "passed": r.passed,
+                "summary": r.summary,
+                "seconds": r.seconds,
+                "waited": r.waited,
+                "figures": r.figures,
+                "notes": r.notes,
+            }
             for r in results
         ],
     }
 
 
+def _time(seconds: float, waited: dict[str, float]) -> str:
+    """`212 s (karpenter 120, hami 30, settle 45)`: a scenario's wall time and where its waits went."""
+    parts = ", ".join(f"{on} {waited[on]:.0f}" for on in WAITED_ON if waited.get(on))
+    return f"{seconds:.0f} s" + (f" ({parts})" if parts else "")
+
+
 def table(results: list[Result], elapsed_s: float) -> str:
     width = max((len(r.name) for r in results), default=8)
-    lines = [f"{'scenario':<{width}}  result  summary", f"{'-' * width}  ------  -------"]
-    lines += [f"{r.name:<{width}}  {'PASS' if r.passed else 'FAIL':<6}  {r.summary}" for r in results]
+    lines = [f"{'scenario':<{width}}  result  time  summary", f"{'-' * width}  ------  ----  -------"]
+    lines += [
+        f"{r.name:<{width}}  {'PASS' if r.passed else 'FAIL':<6}  {r.seconds:>4.0f}  {r.summary}" for r in results
+    ]
     passed = sum(r.passed for r in results)
     lines.append(f"{passed}/{len(results)} scenarios passed in {elapsed_s:.0f} s; report: build/e2e/report.md")
     return "\n".join(lines)
@@ -93,8 +110,16 @@ def table(results: list[Result], elapsed_s: float) -> str:
 
 def markdown(document: dict[str, Any]) -> str:
     lines = ["# gpushare offline cluster report", ""]
-    lines += ["| scenario | result | summary |", "|---|---|---|"]
-    lines += [f"| {s['name']} | {'PASS' if s['passed'] else 'FAIL'} | {s['summary']} |" for s in document["scenarios"]]
+    lines.append(
+        f"{len(document['scenarios'])} scenarios in {document['seconds']:.0f} s, the cluster's start "
+        f"{document['startup_seconds']:.0f} s of it; waits by what they waited on (a scenario's waits overlap those "
+        "of the scenarios running beside it)."
+    )
+    lines += ["", "| scenario | result | time | summary |", "|---|---|---|---|"]
+    lines += [
+        f"| {s['name']} | {'PASS' if s['passed'] else 'FAIL'} | {_time(s['seconds'], s['waited'])} | {s['summary']} |"
+        for s in document["scenarios"]
+    ]
     lines += ["", "## Versions", ""]
     lines += [f"- {module} {version}" for module, version in document["versions"].items()]
     lines += ["", "## Deviations from AWS", ""]
@@ -106,8 +131,8 @@ def markdown(document: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write(directory: Path, results: list[Result], elapsed_s: float) -> None:
+def write(directory: Path, results: list[Result], elapsed_s: float, startup_s: float) -> None:
     directory.mkdir(parents=True, exist_ok=True)
-    document = _document(results, elapsed_s)
+    document = _document(results, elapsed_s, startup_s)
     (directory / "report.json").write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
     (directory / "report.md").write_text(markdown(document))

@@ -1,78 +1,101 @@
-"""Which scenarios `make e2e` has, and how one runs: a failure is caught, reported with what the cluster shows,
-and the cluster reset so the next scenario starts from the state the others leave."""
+"""Which scenarios `make e2e` has, and how they run: those that need no stack first, then up to CONCURRENCY at once,
+each on its own tenant (copies of the stack's teams and pools), then those that change what every scenario sees,
+alone. A failure is caught, reported with what the cluster shows, and the scenario's tenant reset."""
 
 from __future__ import annotations
 
+import json
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 from e2e.cluster.api import ApiError
 from e2e.cluster.errors import RigError
 from e2e.cluster.kubectl import KubectlError
 from e2e.cluster.rig import wait_for
-from e2e.cluster.stack import ROOT
 from e2e.cluster.start import say
+from e2e.cluster.tenants import Tenant
 from e2e.cluster.workloads import Context, nodeclaims
-from e2e.suites.base import Result, ScenarioFailure, diagnostics
-from e2e.suites.disruption import disruption_budget
-from e2e.suites.objects import objects_accepted, team_admission
-from e2e.suites.placement import karpenter_hami_disagree, seed_003_policies
-from e2e.suites.quotas import priorities, quota_refuses
-from e2e.suites.registration import gate_off, hami_registration, no_overlays, resource_not_registered
-from e2e.suites.scale_up import cpu_limit_blocks_second_node, examples_run, seed_scale_up, several_nodes
-from e2e.suites.timeslicing import time_slicing
+from e2e.suites import disruption, objects, placement, quotas, registration, scale_up, timeslicing
+from e2e.suites.base import Result, Scenario, ScenarioFailure, diagnostics
 
 RUNNING_STACK = "dev"
-SEED_TEAM = "inference"
-WIDE_TEAM = "ml-research"
-SCENARIOS: dict[str, Callable[[Context], Result]] = {
-    "objects-dev": lambda ctx: objects_accepted(ctx, "dev"),
-    "objects-prod": lambda ctx: objects_accepted(ctx, "prod"),
-    "hami-registration": hami_registration,
-    "seed-scale-up": lambda ctx: seed_scale_up(ctx, RUNNING_STACK, SEED_TEAM),
-    "seed-003-policies": lambda ctx: seed_003_policies(ctx, RUNNING_STACK, WIDE_TEAM),
-    "several-nodes": lambda ctx: several_nodes(ctx, RUNNING_STACK, WIDE_TEAM, 12),
-    "no-overlays": lambda ctx: no_overlays(ctx, RUNNING_STACK, SEED_TEAM),
-    "gate-off": lambda ctx: gate_off(ctx, RUNNING_STACK, SEED_TEAM),
-    "resource-not-registered": lambda ctx: resource_not_registered(ctx, RUNNING_STACK, SEED_TEAM),
-    "cpu-limit": lambda ctx: cpu_limit_blocks_second_node(ctx, RUNNING_STACK, SEED_TEAM),
-    "disruption-budget": lambda ctx: disruption_budget(ctx, RUNNING_STACK, SEED_TEAM),
-    "quota": lambda ctx: quota_refuses(ctx, RUNNING_STACK, SEED_TEAM),
-    "priorities": lambda ctx: priorities(ctx, RUNNING_STACK, WIDE_TEAM, SEED_TEAM),
-    "karpenter-hami-disagree": lambda ctx: karpenter_hami_disagree(ctx, RUNNING_STACK, WIDE_TEAM),
-    "team-admission": lambda ctx: team_admission(ctx, RUNNING_STACK, SEED_TEAM),
-    "time-slicing": lambda ctx: time_slicing(ctx, RUNNING_STACK, WIDE_TEAM),
-    "examples": lambda ctx: examples_run(ctx, sorted((ROOT / "examples").glob("*.yaml"))),
+SCENARIOS: dict[str, Scenario] = {
+    scenario.name: scenario
+    for module in (objects, registration, scale_up, placement, disruption, quotas, timeslicing)
+    for scenario in module.SCENARIOS
 }
-# Scenarios that need the cluster without the running stack come first.
-BEFORE_STACK = ("objects-dev", "objects-prod")
+# Scenarios sharing the cluster at once. Most of a scenario's time is spent waiting on controllers' timers, not
+# computing; more than this at once on two cores slows the controllers the scenarios wait on.
+CONCURRENCY = 4
 
 
-def run_one(name: str, ctx: Context) -> Result:
+def tenant_name(scenario: str) -> str:
+    """A scenario's tenant: the initials of its name (`seed-scale-up` -> `ssu`), short enough for every copied
+    team and pool name to stay within the config's 32 characters."""
+    return "".join(word[0] for word in scenario.split("-"))
+
+
+def tenants_of(selected: Iterable[str]) -> dict[str, tuple[str, ...]]:
+    """Tenant -> the stack's teams it copies, for the selected scenarios that want their own."""
+    return {tenant_name(name): SCENARIOS[name].teams for name in selected if SCENARIOS[name].teams}
+
+
+def run_scenarios(ctx: Context, selected: list[str], order: list[str]) -> list[Result]:
+    """Run the selected scenarios that need the stack: concurrently where they may, then those that must be alone.
+    `order` puts the longest first, so the last to finish is a short one."""
+    tenants = {tenant.name: tenant for tenant in ctx.tenants}
+    shared = sorted((n for n in selected if not SCENARIOS[n].alone), key=lambda n: order.index(n) if n in order else -1)
+    results: dict[str, Result] = {}
+    with ThreadPoolExecutor(max_workers=CONCURRENCY, thread_name_prefix="scenario") as pool:
+        futures = {name: pool.submit(run_one, name, ctx, tenants.get(tenant_name(name))) for name in shared}
+        for name, future in futures.items():
+            results[name] = future.result()
+    for name in selected:
+        if SCENARIOS[name].alone:
+            results[name] = run_one(name, ctx, tenants.get(tenant_name(name)))
+    if ctx.agent.failure:
+        raise RigError(f"the node agent stopped: {ctx.agent.failure}")
+    return [results[name] for name in selected]
+
+
+def run_one(name: str, ctx: Context, tenant: Tenant | None) -> Result:
+    scenario = SCENARIOS[name]
+    own = ctx.for_tenant(tenant) if tenant is not None else ctx.for_tenant(ctx.tenant)
     say(f"{name} ...")
     started = time.monotonic()
+    namespaces = list((tenant.teams.values() if tenant else scenario.teams) or ())
     try:
-        result = SCENARIOS[name](ctx)
+        result = scenario.run(own)
     except (ScenarioFailure, KubectlError, ApiError, RigError) as error:
-        seen = diagnostics(ctx, [SEED_TEAM, WIDE_TEAM])
-        result = Result(name, False, str(error), notes=seen)
+        result = Result(name, False, str(error), notes=diagnostics(own, namespaces))
     except Exception as error:  # a bug in the scenario: fail it, keep the rig and the other scenarios going
-        seen = [*traceback.format_exc().splitlines(), *diagnostics(ctx, [SEED_TEAM, WIDE_TEAM])]
+        seen = [*traceback.format_exc().splitlines(), *diagnostics(own, namespaces)]
         result = Result(name, False, f"{type(error).__name__}: {error}", notes=seen)
         for line in seen:
-            say(f"  {line}")
+            say(f"  {name}: {line}")
     if not result.passed:
-        _reset(ctx)
-    result.figures["scenario_seconds"] = round(time.monotonic() - started, 1)
-    say(f"{'PASS' if result.passed else 'FAIL'} {name}: {result.summary}")
+        _reset(own, namespaces)
+    result.seconds = round(time.monotonic() - started, 1)
+    result.waited = dict(own.waited)
+    say(f"{'PASS' if result.passed else 'FAIL'} {name} ({result.seconds:.0f} s): {result.summary}")
     return result
 
 
-def _reset(ctx: Context) -> None:
-    """After a failed scenario: delete every workload in the running stack's team namespaces and wait until
-    Karpenter has removed every node, so the next scenario starts from the state the others leave."""
-    teams = [ns["metadata"]["name"] for ns in ctx.plans[RUNNING_STACK].of_kind("Namespace")]
-    for team in teams:
-        ctx.kubectl.run("delete", "deployments,jobs,pods", "--all", "-n", team, "--wait=true", "--timeout=120s")
+def _reset(ctx: Context, namespaces: list[str]) -> None:
+    """After a failed scenario: delete every workload in its namespaces and wait until Karpenter has removed its
+    nodes, so nothing it left behind is counted by another."""
+    for namespace in namespaces:
+        ctx.kubectl.run("delete", "deployments,jobs,pods", "--all", "-n", namespace, "--wait=true", "--timeout=120s")
     wait_for("every NodeClaim gone after a failed scenario", lambda: not nodeclaims(ctx), 300, interval_s=2)
+
+
+def longest_first(report: Path) -> list[str]:
+    """Scenario names by the time each took in the last run's report (longest first); none without a report."""
+    try:
+        last = json.loads(report.read_text())["scenarios"]
+    except (OSError, ValueError, KeyError):
+        return []
+    return [s["name"] for s in sorted(last, key=lambda s: -float(s.get("seconds", 0)))]

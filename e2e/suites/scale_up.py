@@ -8,6 +8,7 @@ from typing import Any
 import yaml
 
 from e2e.cluster import prometheus
+from e2e.cluster.stack import ROOT
 from e2e.cluster.workloads import (
     DEFAULT_SCHEDULER,
     Context,
@@ -25,28 +26,35 @@ from e2e.cluster.workloads import (
 )
 from e2e.suites.base import (
     Result,
+    Scenario,
     ScenarioFailure,
+    all_consolidated,
     placed_by_hami,
     remove_and_wait_empty,
     wait,
 )
-from e2e.suites.monitoring import (
-    hold_past_alert_threshold,
-)
+from e2e.suites.monitoring import active_alerts_about, hold_past_alert_threshold
 from gpushare import names
 
+SEED_TEAM = "inference"
+WIDE_TEAM = "ml-research"
 
-def seed_scale_up(ctx: Context, stack: str, team: str) -> Result:
+
+def seed_scale_up(ctx: Context) -> Result:
     """gpu-inference (1 vGPU, 50 gpucores, 4096 MiB) to 3 replicas: a node, pods Running, quota counting."""
-    pool = team_pool(ctx, team, stack)
+    team = ctx.team(SEED_TEAM)
+    pool = team_pool(ctx, team)
     deployment = gpu_deployment(ctx, "gpu-inference", team, pool, 3, {"cores": 50, "mem_mib": 4096})
     ctx.kubectl.apply([deployment])
     seconds = wait(
-        "3 gpu-inference pods Running, placed by HAMi", lambda: len(bound(app_pods(ctx, team, "gpu-inference"))) == 3
+        ctx,
+        "3 gpu-inference pods Running, placed by HAMi",
+        lambda: len(bound(app_pods(ctx, team, "gpu-inference"))) == 3,
     )
     # Karpenter may still be bringing up a claim it launched while the pods were pending: every claim must
     # initialize (the device plugins register), not only the ones the pods landed on.
     wait(
+        ctx,
         "every NodeClaim Initialized",
         lambda: all(condition(c, "Initialized").get("status") == "True" for c in nodeclaims(ctx)),
         60,
@@ -68,15 +76,19 @@ def seed_scale_up(ctx: Context, stack: str, team: str) -> Result:
     nodes = "|".join(placement)
     allocated = f'sum(hami_gpu_memory_allocated_bytes{{node=~"{nodes}"}}) / 1048576'
     wait(
+        ctx,
         f"HAMi's metrics showing {3 * 4096} MiB allocated",
         lambda: any(float(r["value"][1]) == 3 * 4096 for r in prometheus.query(allocated)),
         60,
+        on="alerts",
     )
     # Healthy nodes must not trip the NodeClaim alert: hold them past its (rig) threshold, then look.
-    silent_s = hold_past_alert_threshold(claims)
-    # A healthy cluster running GPU pods: no alert of the stack may be pending or firing (GpuNodeClaimNotInitialized
-    # for initialized claims, HamiSchedulerDown while HAMi is scraped, HamiPodUnplaced for placed pods...).
-    active = sorted({alert["labels"].get("alertname", "") for alert in prometheus.active_alerts()})
+    silent_s = hold_past_alert_threshold(ctx, claims)
+    # A healthy cluster running GPU pods: no alert of the stack about them, nor about the whole stack, may be pending
+    # or firing (GpuNodeClaimNotInitialized for initialized claims, HamiSchedulerDown while HAMi is scraped,
+    # HamiPodUnplaced for placed pods...).
+    pods = {p["metadata"]["name"] for p in app_pods(ctx, team, "gpu-inference")}
+    active = active_alerts_about({team, *pods, *(c["metadata"]["name"] for c in claims), *placement})
     if active:
         raise ScenarioFailure(f"alerts active on a healthy cluster: {', '.join(active)}")
     figures = {
@@ -102,14 +114,15 @@ def seed_scale_up(ctx: Context, stack: str, team: str) -> Result:
     )
 
 
-def several_nodes(ctx: Context, stack: str, team: str, replicas: int) -> Result:
+def several_nodes(ctx: Context, replicas: int) -> Result:
     """Enough replicas for several GPU nodes: how many of which type Karpenter launches, at what price."""
-    pool = team_pool(ctx, team, stack)
+    team = ctx.team(WIDE_TEAM)
+    pool = team_pool(ctx, team)
     # cpu 6 keeps a node type from holding them all, so the pool grows by several nodes.
     deployment = gpu_deployment(ctx, "gpu-batch", team, pool, replicas, {"cores": 25, "mem_mib": 4096}, cpu="6")
     ctx.kubectl.apply([deployment])
     seconds = wait(
-        f"{replicas} gpu-batch pods Running", lambda: len(running(app_pods(ctx, team, "gpu-batch"))) == replicas
+        ctx, f"{replicas} gpu-batch pods Running", lambda: len(running(app_pods(ctx, team, "gpu-batch"))) == replicas
     )
     by_type = nodes_by_type(ctx)
     vgpu_cores = sum(
@@ -117,7 +130,7 @@ def several_nodes(ctx: Context, stack: str, team: str, replicas: int) -> Result:
         for node in ctx.api.items("/api/v1/nodes")
         if node["metadata"].get("labels", {}).get(names.POOL_LABEL) == pool
     )
-    cheapest = _cheapest_single_type(ctx, pool, replicas, cpu_millis=6000, cores=25, stack=stack)
+    cheapest = _cheapest_single_type(ctx, pool, replicas, cpu_millis=6000, cores=25)
     figures = {
         "pool": pool,
         "replicas": replicas,
@@ -140,12 +153,10 @@ def several_nodes(ctx: Context, stack: str, team: str, replicas: int) -> Result:
     )
 
 
-def _cheapest_single_type(
-    ctx: Context, pool: str, replicas: int, cpu_millis: int, cores: int, stack: str
-) -> dict[str, Any]:
+def _cheapest_single_type(ctx: Context, pool: str, replicas: int, cpu_millis: int, cores: int) -> dict[str, Any]:
     """The cheapest way to hold the pods on nodes of one pool type (kwok reserves 100m CPU per node)."""
     options = []
-    for name in ctx.plans[stack].pool_instance_types()[pool]:
+    for name in ctx.plan.pool_instance_types()[pool]:
         itype = ctx.catalog.instance_type(name)
         per_node = min((itype.vcpu * 1000 - 100) // cpu_millis, itype.gpu_count * 100 // cores)
         if per_node:
@@ -155,10 +166,11 @@ def _cheapest_single_type(
     return {"type": name, "nodes": nodes, "usd_per_hour": usd}
 
 
-def cpu_limit_blocks_second_node(ctx: Context, stack: str, team: str) -> Result:
+def cpu_limit_blocks_second_node(ctx: Context) -> Result:
     """A `cpu: 10` NodePool limit: one node fits, the second is refused."""
-    pool = team_pool(ctx, team, stack)
-    nodepool = rig_pool(ctx, stack, pool)
+    team = ctx.team(SEED_TEAM)
+    pool = team_pool(ctx, team)
+    nodepool = rig_pool(ctx, pool)
     limited = {**nodepool, "spec": {**nodepool["spec"], "limits": {**nodepool["spec"].get("limits", {}), "cpu": "10"}}}
     # cpu 5 fits only types with 8 or more vCPUs; two such nodes exceed 10.
     deployment = gpu_deployment(ctx, "cpu-limited", team, pool, 2, {"cores": 50, "mem_mib": 4096}, cpu="5")
@@ -166,13 +178,13 @@ def cpu_limit_blocks_second_node(ctx: Context, stack: str, team: str) -> Result:
     try:
         ctx.kubectl.apply([limited])
         ctx.kubectl.apply([deployment])
-        seconds = wait(f"a Karpenter event '{needle}'", lambda: any(needle in e for e in events(ctx, team)))
-        wait("one pod Running", lambda: len(running(app_pods(ctx, team, "cpu-limited"))) == 1)
+        seconds = wait(ctx, f"a Karpenter event '{needle}'", lambda: any(needle in e for e in events(ctx, team)))
+        wait(ctx, "one pod Running", lambda: len(running(app_pods(ctx, team, "cpu-limited"))) == 1)
         by_type = nodes_by_type(ctx)
     finally:
         ctx.kubectl.delete([deployment])
         ctx.kubectl.apply([nodepool])
-    wait("every NodeClaim consolidated away", lambda: not nodeclaims(ctx), 240)
+    all_consolidated(ctx)
     return Result(
         "cpu-limit",
         True,
@@ -220,7 +232,7 @@ def examples_run(ctx: Context, examples: list[Path]) -> Result:
     pods = sum(expected.values())
     try:
         seconds = wait(
-            f"{pods} example pods run", lambda: all(_ran(ctx, w) >= expected[key] for key, w in workloads.items())
+            ctx, f"{pods} example pods run", lambda: all(_ran(ctx, w) >= expected[key] for key, w in workloads.items())
         )
     except ScenarioFailure as failure:
         short = {f"{ns}/{name}": f"{_ran(ctx, w)}/{expected[(ns, name)]}" for (ns, name), w in workloads.items()}
@@ -237,14 +249,14 @@ def examples_run(ctx: Context, examples: list[Path]) -> Result:
         pods = hami_pods()
         return len(bound(pods)) == len(pods)
 
-    wait("HAMi's allocation complete for every running vGPU pod", all_bound)
+    wait(ctx, "HAMi's allocation complete for every running vGPU pod", all_bound, on="hami")
     vgpu_pods = hami_pods()
     placed_by_hami(ctx, vgpu_pods)
     elsewhere = {p["spec"].get("schedulerName") for p in running_now() if not _asks(p, ctx.hami.resource_names)}
     if elsewhere - {DEFAULT_SCHEDULER}:
         raise ScenarioFailure(f"pods asking no HAMi resource went to {elsewhere}")
     ctx.kubectl.delete(list(workloads.values()))
-    consolidated = wait("every NodeClaim consolidated away", lambda: not nodeclaims(ctx), 300)
+    consolidated = all_consolidated(ctx, 300)
     return Result(
         "examples",
         True,
@@ -258,3 +270,12 @@ def examples_run(ctx: Context, examples: list[Path]) -> Result:
             "seconds_to_running": round(seconds, 1),
         },
     )
+
+
+SCENARIOS = (
+    Scenario("seed-scale-up", seed_scale_up, (SEED_TEAM,)),
+    Scenario("several-nodes", lambda ctx: several_nodes(ctx, 12), (WIDE_TEAM,)),
+    Scenario("cpu-limit", cpu_limit_blocks_second_node, (SEED_TEAM,)),
+    # The examples name the stack's own namespaces and pools.
+    Scenario("examples", lambda ctx: examples_run(ctx, sorted((ROOT / "examples").glob("*.yaml")))),
+)

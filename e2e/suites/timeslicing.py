@@ -18,35 +18,39 @@ from e2e.cluster.workloads import (
 )
 from e2e.suites.base import (
     Result,
+    Scenario,
     ScenarioFailure,
     remove_and_wait_empty,
     wait,
 )
 from gpushare import names
 
+WIDE_TEAM = "ml-research"
 
-def _timeslice_pool(ctx: Context, stack: str, team: str) -> dict[str, Any]:
-    listed = team_pools(ctx, team, stack)
+
+def _timeslice_pool(ctx: Context, team: str) -> dict[str, Any]:
+    listed = team_pools(ctx, team)
     pools = [
         p
-        for p in ctx.plans[stack].of_kind("NodePool")
+        for p in ctx.plan.of_kind("NodePool")
         if p["metadata"]["name"] in listed
         and p["spec"]["template"]["metadata"]["labels"].get(names.SHARING_LABEL) == names.SHARING_TIMESLICE
     ]
     if not pools:
-        raise ScenarioFailure(f"team {team} of {stack} has no time-sliced pool")
+        raise ScenarioFailure(f"team {team} has no time-sliced pool")
     return pools[0]
 
 
-def time_slicing(ctx: Context, stack: str, team: str) -> Result:
+def time_slicing(ctx: Context) -> Result:
     """Pods asking one time-sliced replica: Karpenter launches a 1-GPU node that registers `replicas` of them (the
     NVIDIA plugin's time-slicing config, not the overlay), packs that many pods on it, and one more pod takes a
     second node."""
-    pool = _timeslice_pool(ctx, stack, team)
+    team = ctx.team(WIDE_TEAM)
+    pool = _timeslice_pool(ctx, team)
     pool_name = pool["metadata"]["name"]
     labels = pool["spec"]["template"]["metadata"]["labels"]
     if ctx.agent.nvidia is None:
-        raise ScenarioFailure(f"{stack} has a time-sliced pool but no {names.NVIDIA_PLUGIN_RELEASE} release")
+        raise ScenarioFailure(f"{ctx.stack} has a time-sliced pool but no {names.NVIDIA_PLUGIN_RELEASE} release")
     replicas = ctx.agent.nvidia.register(labels, 1).get(names.GPU_SHARED, 0)
     if replicas < 2:
         raise ScenarioFailure(f"the NVIDIA plugin config of pool {pool_name} registers {replicas} {names.GPU_SHARED}")
@@ -63,7 +67,7 @@ def time_slicing(ctx: Context, stack: str, team: str) -> Result:
         raise ScenarioFailure(f"a pod asking 2 {names.GPU_SHARED} was admitted; one replica per container is the limit")
     ctx.kubectl.apply([deployment])
     seconds = wait(
-        f"{replicas} notebook pods Running", lambda: len(running(app_pods(ctx, team, "notebook"))) == replicas
+        ctx, f"{replicas} notebook pods Running", lambda: len(running(app_pods(ctx, team, "notebook"))) == replicas
     )
     nodes = [n for n in ctx.api.items("/api/v1/nodes") if n["metadata"]["labels"].get(names.POOL_LABEL) == pool_name]
     hosts = {pod["spec"]["nodeName"] for pod in running(app_pods(ctx, team, "notebook"))}
@@ -91,7 +95,11 @@ def time_slicing(ctx: Context, stack: str, team: str) -> Result:
         raise ScenarioFailure(f"ResourceQuota {team} counts requests.{names.GPU_SHARED}={counted}, not {replicas}")
     deployment["spec"]["replicas"] = replicas + 1
     ctx.kubectl.apply([deployment])
-    wait(f"{replicas + 1} notebook pods Running", lambda: len(running(app_pods(ctx, team, "notebook"))) == replicas + 1)
+    wait(
+        ctx,
+        f"{replicas + 1} notebook pods Running",
+        lambda: len(running(app_pods(ctx, team, "notebook"))) == replicas + 1,
+    )
     claims = [c for c in nodeclaims(ctx) if c["metadata"]["labels"].get(names.NODEPOOL_LABEL) == pool_name]
     if len(claims) != 2:
         raise ScenarioFailure(f"pod {replicas + 1} made {len(claims)} NodeClaims in {pool_name}; expected 2")
@@ -114,3 +122,6 @@ def time_slicing(ctx: Context, stack: str, team: str) -> Result:
         figures,
         ["the NVIDIA device plugin is played by the rig's node agent from the release's time-slicing config"],
     )
+
+
+SCENARIOS = (Scenario("time-slicing", time_slicing, (WIDE_TEAM,)),)
