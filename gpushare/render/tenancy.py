@@ -303,6 +303,9 @@ def per_gpu_limit_policy(config: StackConfig, team: TeamConfig) -> list[dict[str
             f"{', '.join(plan.name for plan in team_plans if plan.sharing != names.SHARING_TIMESLICE)} has more "
             f"than {limits[names.GPU]} GPU{'s' if limits[names.GPU] > 1 else ''}"
         )
+    factor = config.hami.profile.memory_factor
+    if names.GPU_MEMORY in limits and factor > 1:
+        reasons[names.GPU_MEMORY] += f" units of {factor} MiB (memoryFactor {factor}: pods request gpumem in them)"
     if names.GPU_SHARED in limits:
         reasons[names.GPU_SHARED] = "replicas of one GPU add no compute and the NVIDIA device plugin refuses more"
     if not limits:

@@ -20,6 +20,7 @@ from typing import Any
 
 from gpushare import names
 
+from .hami import dra_enabled
 from .stack import Resource, StackView
 
 WEBUI_BACKEND = "HAMi-WebUI backend"
@@ -49,7 +50,7 @@ def _chart_labels(release: Resource, chart: str) -> dict[str, str]:
 def chart_services(view: StackView) -> list[ChartService]:
     services = []
     for release in view.releases(names.HAMI_CHART):
-        if release.get("values", "dra", "enabled") is True:
+        if dra_enabled(release):
             continue
         namespace, base = str(release.get("namespace") or "default"), _chart_labels(release, names.HAMI_CHART)
         scheduler_labels = _strings(release.get("values", "scheduler", "service", "labels"))

@@ -336,3 +336,12 @@ def test_team_scheduler_policy_and_pools_are_recorded_on_the_namespace(dev):
         "gpushare.io/pools": "g5-shared,g4dn-shared,g6-timeslice",
         "gpushare.io/priority": "batch",
     }
+
+
+def test_per_gpu_memory_bound_is_in_units_of_the_memory_factor(dev_raw):
+    dev_raw["gpushare:hami"]["profile"]["memoryFactor"] = 4
+    config = load_stack_config(dev_raw, today=PLAN_DATE)
+    validations = tenancy.per_gpu_limit_policy(config, config.teams[0])[0]["spec"]["validations"]
+    [memory] = [v for v in validations if v["message"].startswith("nvidia.com/gpumem per container")]
+    assert "quantity('5757')" in memory["expression"]  # 23028 MiB of an A10G in units of 4 MiB
+    assert "holds 5757 units of 4 MiB (memoryFactor 4" in memory["message"]
