@@ -127,10 +127,10 @@ MONITORING_NAMESPACE: Final = "monitoring"
 MONITORING_RELEASE: Final = "kube-prometheus-stack"
 DCGM_RELEASE: Final = "dcgm-exporter"
 WEBUI_RELEASE: Final = "hami-webui"
-# HAMi-WebUI chart 1.1.0 (templates/service.yaml, deployment.yaml): Service `<fullname>` (`hami-webui` for our
-# release name) port `metrics` -> the backend's containerPort 8000, labels app.kubernetes.io/{name,instance} and
+# HAMi-WebUI chart 1.1.0 and 1.2.0 (templates/service.yaml, deployment.yaml): Service `<fullname>` (`hami-webui` for
+# our release name) port `metrics` -> the backend's containerPort 8000, labels app.kubernetes.io/{name,instance} and
 # component `hami-webui`. The backend computes the `hami_*` series every WebUI page queries when /metrics is
-# scraped (server/internal/exporter at v1.1.0): unscraped, the WebUI shows no data.
+# scraped (server/internal/exporter at v1.1.0 and v1.2.0): unscraped, the WebUI shows no data.
 WEBUI_METRICS_PORT: Final = "metrics"
 MONITORING_API: Final = "monitoring.coreos.com/v1"
 
