@@ -40,9 +40,10 @@ MOCK_PARSES_HAMI_CONFIG: Final = {"1.0.1": ("2.7.0", "2.7.1", "2.8.0", "2.8.1", 
 # own (MOCK_CONFIG_KEYS) it serves every one of them.
 MOCK_READS_HAMI_NODES: Final = {"1.0.1": HAMI_CHART_VERSIONS}
 MOCK_IMAGE_REPOSITORY: Final = "docker.io/projecthami/mock-device-plugin"
-# What mock 1.0.1 reads from a device config (internal/pkg/api/device/nvidia/device.go GetResource): the four
-# resource names it registers (without resourceMemoryPercentageName it registers `nvidia.com/`) and the factor it
-# divides memory by. Nothing else is needed, and a config of only these keys under `nvidia:` is one it parses.
+# What mock 1.0.1 reads from a device config (internal/pkg/api/device/nvidia/device.go GetResource): the count
+# resource, whose allocatable tells it HAMi's device plugin runs on the node, the three resources it registers
+# (without resourceMemoryPercentageName it registers `nvidia.com/`), and the factor it divides memory by. Nothing
+# else is needed, and a config of only these keys under `nvidia:` is one it parses.
 MOCK_CONFIG_KEYS: Final = (
     "resourceCountName",
     "resourceMemoryName",
