@@ -35,7 +35,7 @@ class _ChartOnSystemNodes(pulumi.ComponentResource):
 
 
 class Hami(_ChartOnSystemNodes):
-    """The release name is pinned: the mock plugin reads the ConfigMap named after it."""
+    """The release name is pinned: the Services the stack's ServiceMonitors select are named after it."""
 
     type_token = "gpushare:index:Hami"
 
@@ -48,7 +48,8 @@ class NvidiaDevicePlugin(_ChartOnSystemNodes):
 
 @dataclass(frozen=True)
 class MockDevicePluginArgs:
-    """The rendered RBAC objects and DaemonSet; `hami` is the release whose ConfigMap the plugin reads."""
+    """The rendered RBAC objects, device ConfigMap and DaemonSet (last); `hami` is the release whose nodes' GPUs the
+    plugin registers."""
 
     objects: Sequence[dict[str, Any]]
     provider: pulumi.ProviderResource
@@ -62,7 +63,7 @@ class MockDevicePlugin(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: MockDevicePluginArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpushare:index:MockDevicePlugin", name, None, opts)
-        *access, daemonset = args.objects
-        rbac = declare_all(access, self, args.provider, [args.hami])
-        [self.daemonset] = declare_all([daemonset], self, args.provider, [args.hami, *rbac])
+        *needed, daemonset = args.objects
+        before = declare_all(needed, self, args.provider, [args.hami])
+        [self.daemonset] = declare_all([daemonset], self, args.provider, [args.hami, *before])
         self.register_outputs({})

@@ -14,6 +14,7 @@ from gpushare.render.stack import object_id
 # CustomResource, whose token is kubernetes:<apiVersion>:<kind>.
 _TYPED: dict[str, Callable[..., pulumi.CustomResource]] = {
     "Namespace": k8s.core.v1.Namespace,
+    "ConfigMap": k8s.core.v1.ConfigMap,
     "ResourceQuota": k8s.core.v1.ResourceQuota,
     "LimitRange": k8s.core.v1.LimitRange,
     "ServiceAccount": k8s.core.v1.ServiceAccount,

@@ -15,7 +15,7 @@ import pulumi_kubernetes as k8s
 
 from components.kube import declare, helm_release
 from gpushare import names
-from gpushare.render.stack import HelmRelease, object_id
+from gpushare.render.stack import HelmRelease
 
 
 @dataclass(frozen=True)
@@ -45,8 +45,5 @@ class Monitoring(pulumi.ComponentResource):
                 after = [*after, created]
         opts_after = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[*after, *self.releases])
         for obj in objects:
-            if obj["kind"] == "ConfigMap":
-                k8s.core.v1.ConfigMap(object_id(obj), metadata=obj["metadata"], data=obj["data"], opts=opts_after)
-            else:
-                declare(obj, opts_after)
+            declare(obj, opts_after)
         self.register_outputs({"releases": [release.name for release in args.releases]})

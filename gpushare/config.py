@@ -433,12 +433,14 @@ class HamiConfig(_Model):
     chart_version: str = Field(
         default=pins.chart_version(names.HAMI_CHART),
         alias="chartVersion",
-        description="HAMi chart; its value keys follow the version (2.7.x nvidianodeSelector, 2.8+ nvidiaNodeSelector)",
+        description="HAMi chart, 2.10.0 or newer: older ones leak team quota charges, cannot set memoryFactor and "
+        "export the metric names the alerts and HAMi-WebUI no longer read",
     )
     mock_device_plugin_image: str = Field(
         default=pins.image(compat.MOCK_IMAGE_REPOSITORY),
         alias="mockDevicePluginImage",
-        description="Mock device plugin image; must parse the device config of chartVersion",
+        description="Mock device plugin image; it reads a device config the stack renders from the HAMi values and "
+        "must decode the node annotations of chartVersion",
     )
     profile: SharingProfile = Field(default=SharingProfile(), description="How each GPU is sliced")
     scheduler_policy: SchedulerPolicyConfig = Field(
@@ -447,43 +449,40 @@ class HamiConfig(_Model):
 
     @field_validator("chart_version")
     @classmethod
-    def _known_chart(cls, value: str) -> str:
-        if value not in compat.HAMI_CHART_VERSIONS:
-            raise ValueError(
-                f"{value!r} is not a HAMi chart this stack knows; allowed: {', '.join(compat.HAMI_CHART_VERSIONS)}"
+    def _supported_chart(cls, value: str) -> str:
+        supported = [v for v in compat.HAMI_CHART_VERSIONS if compat.hami_at_least(v, compat.HAMI_MIN_VERSION)]
+        if value not in supported:
+            why = (
+                "is not a HAMi chart this stack knows"
+                if value not in compat.HAMI_CHART_VERSIONS
+                else "is older than 2.10.0: HAMi before 2.10 leaks team quota charges on every re-filter, cannot set "
+                "memoryFactor and exports metric names the alerts and HAMi-WebUI do not read"
             )
+            raise ValueError(f"{value!r} {why}; allowed: {', '.join(supported)}")
         return value
 
     @field_validator("mock_device_plugin_image")
     @classmethod
     def _known_mock(cls, value: str) -> str:
         tag = compat.mock_image_tag(value)
-        if tag not in compat.MOCK_COMPATIBLE_HAMI:
-            allowed = ", ".join(f"{compat.MOCK_IMAGE_REPOSITORY}:{t}" for t in compat.MOCK_COMPATIBLE_HAMI)
+        if tag not in compat.MOCK_READS_HAMI_NODES:
+            allowed = ", ".join(f"{compat.MOCK_IMAGE_REPOSITORY}:{t}" for t in compat.MOCK_READS_HAMI_NODES)
             raise ValueError(f"{value!r} has no known HAMi compatibility; allowed: {allowed}")
         return value
 
     @model_validator(mode="after")
     def _compatible(self) -> HamiConfig:
         tag = compat.mock_image_tag(self.mock_device_plugin_image)
-        problems: list[tuple[tuple[int | str, ...], str]] = []
-        if self.chart_version not in compat.MOCK_COMPATIBLE_HAMI[tag]:
-            problems.append(
-                (
-                    ("chartVersion",),
-                    f"{self.chart_version} writes a device config mock {tag} cannot parse; "
-                    f"allowed with mock {tag}: {', '.join(compat.MOCK_COMPATIBLE_HAMI[tag])}",
-                )
+        if self.chart_version not in compat.MOCK_READS_HAMI_NODES[tag]:
+            raise_at(
+                [
+                    (
+                        ("chartVersion",),
+                        f"{self.chart_version} writes node annotations mock {tag} cannot decode; allowed with mock "
+                        f"{tag}: {', '.join(compat.MOCK_READS_HAMI_NODES[tag])}",
+                    )
+                ]
             )
-        if self.profile.memory_factor != 1:
-            problems.append(
-                (
-                    ("profile", "memoryFactor"),
-                    f"{self.profile.memory_factor}: HAMi chart {self.chart_version} hard-codes memoryFactor: 1 in "
-                    "its device ConfigMap, so no other value would reach HAMi; allowed: 1",
-                )
-            )
-        raise_at(problems)
         return self
 
 

@@ -23,7 +23,7 @@ class CapacityError(UserError):
 
 
 class SharingProfile(BaseModel):
-    """How HAMi slices each physical GPU (chart values devicePlugin.*, device config memoryFactor)."""
+    """How HAMi slices each physical GPU and counts its memory (the `nvidia:` section of HAMi's device config)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
@@ -44,7 +44,10 @@ class SharingProfile(BaseModel):
         default=1,
         alias="memoryFactor",
         ge=1,
-        description="Must be 1: the device ConfigMap of HAMi charts up to 2.9 hard-codes it",
+        le=1024,
+        description="MiB per unit of nvidia.com/gpumem: nodes register GPU memory, pods request it and quotas, "
+        "overlays and admission bounds count it in units of this many MiB. Raise it when a HAMi pool's type would "
+        "register more than the mock device plugin can advertise (make plan names the smallest factor that fits)",
     )
 
 
@@ -76,8 +79,16 @@ class NodeCapacity:
         }
 
 
+def smallest_memory_factor(catalog: Catalog, itype: InstanceType, profile: SharingProfile) -> int:
+    """The least memoryFactor under which a node of `itype` registers no more GPU memory units than the mock
+    device plugin can advertise."""
+    devmem = int(catalog.gpu_model_of(itype).nvml_memory_mib * profile.device_memory_scaling)
+    return devmem * itype.gpu_count // (MOCK_MAX_UNITS_PER_RESOURCE + 1) + 1
+
+
 def node_capacity(catalog: Catalog, itype: InstanceType, profile: SharingProfile) -> NodeCapacity:
-    """The resources a node of `itype` registers under `profile`; refuses what the mock cannot advertise."""
+    """The resources a node of `itype` registers under `profile`; refuses what the mock cannot advertise, naming
+    the memoryFactor that would fit."""
     if itype.gpu_count == 0:
         raise CapacityError(f"{itype.name} has no GPU; HAMi has nothing to share")
     model = catalog.gpu_model_of(itype)
@@ -95,9 +106,14 @@ def node_capacity(catalog: Catalog, itype: InstanceType, profile: SharingProfile
     )
     for resource, units in capacity.resources().items():
         if units > MOCK_MAX_UNITS_PER_RESOURCE:
+            fits = (
+                f"; memoryFactor {smallest_memory_factor(catalog, itype, profile)} or more brings it under"
+                if resource == names.GPU_MEMORY
+                else ""
+            )
             raise CapacityError(
                 f"{itype.name}: {resource} would be {units} units per node at memoryFactor "
                 f"{profile.memory_factor}, above the mock device plugin's ceiling of "
-                f"{MOCK_MAX_UNITS_PER_RESOURCE} (the kubelet would register 0)"
+                f"{MOCK_MAX_UNITS_PER_RESOURCE} (the kubelet would register 0){fits}"
             )
     return capacity

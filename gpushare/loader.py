@@ -375,6 +375,8 @@ def _check_quota(config: StackConfig, index: int, team: TeamConfig) -> None:
     """A quota above what the team's pools can ever provide is a planning mistake, not headroom."""
     plans = pool_plans(config)
     can_supply = total_supply(plans[name].supply for name in team.pools)
+    # Nodes register GPU memory in units of memoryFactor MiB; the quota key is in MiB.
+    can_supply[names.GPU_MEMORY] *= config.hami.profile.memory_factor
     asked = {
         "gpus": (team.quota.gpus, names.GPU),
         "gpuMemoryMib": (team.quota.gpu_memory_mib, names.GPU_MEMORY),

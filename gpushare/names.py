@@ -13,6 +13,8 @@ GPU: Final = "nvidia.com/gpu"
 GPU_MEMORY: Final = "nvidia.com/gpumem"
 GPU_CORES: Final = "nvidia.com/gpucores"
 GPU_MEMORY_PERCENTAGE: Final = "nvidia.com/gpumem-percentage"
+# HAMi's task-priority resource (chart value resourcePriority), named in its device config.
+GPU_PRIORITY: Final = "nvidia.com/priority"
 # What the NVIDIA device plugin registers on time-sliced nodes: with `renameByDefault` it renames nvidia.com/gpu
 # to `<name>.shared` (k8s-device-plugin api/config/v1 replicas.go), so HAMi's webhook never sees these pods and
 # their quota stays separate.
@@ -102,7 +104,7 @@ KARPENTER_SERVICE_ACCOUNT: Final = "karpenter"
 HAMI_NAMESPACE: Final = "kube-system"
 HAMI_RELEASE: Final = "hami"
 # The key of the device config in the release's `<fullname>-scheduler-device` ConfigMap
-# (compat.hami_device_configmap derives the name).
+# (compat.hami_device_configmap derives the name), and in the mock's own ConfigMap.
 HAMI_DEVICE_CONFIG_KEY: Final = "device-config.yaml"
 NVIDIA_PLUGIN_NAMESPACE: Final = "kube-system"
 NVIDIA_PLUGIN_RELEASE: Final = "nvidia-device-plugin"
@@ -110,6 +112,10 @@ NVIDIA_PLUGIN_RELEASE: Final = "nvidia-device-plugin"
 # Mock device plugin objects (our own manifests, modelled on Project-HAMi/mock-device-plugin v1.0.1).
 MOCK_NAME: Final = "hami-mock-device-plugin"
 MOCK_NAMESPACE: Final = "kube-system"
+# The device config the mock reads (mock 1.0.1 cannot parse HAMi >= 2.9's own): a ConfigMap beside it, rendered from
+# the HAMi values; the mock's pods carry its checksum, so a change restarts them (the mock reads it once, at start).
+MOCK_DEVICE_CONFIG: Final = "hami-mock-device-config"
+DEVICE_CONFIG_CHECKSUM_ANNOTATION: Final = "gpushare.io/device-config-sha256"
 
 # The system node group's label (components/cluster.py): monitoring controllers run there.
 SYSTEM_ROLE_LABEL: Final = "gpushare.io/role"
@@ -121,10 +127,10 @@ MONITORING_NAMESPACE: Final = "monitoring"
 MONITORING_RELEASE: Final = "kube-prometheus-stack"
 DCGM_RELEASE: Final = "dcgm-exporter"
 WEBUI_RELEASE: Final = "hami-webui"
-# HAMi-WebUI chart 1.1.0 (templates/service.yaml, deployment.yaml): Service `<fullname>` (`hami-webui` for our
-# release name) port `metrics` -> the backend's containerPort 8000, labels app.kubernetes.io/{name,instance} and
+# HAMi-WebUI chart 1.1.0 and 1.2.0 (templates/service.yaml, deployment.yaml): Service `<fullname>` (`hami-webui` for
+# our release name) port `metrics` -> the backend's containerPort 8000, labels app.kubernetes.io/{name,instance} and
 # component `hami-webui`. The backend computes the `hami_*` series every WebUI page queries when /metrics is
-# scraped (server/internal/exporter at v1.1.0): unscraped, the WebUI shows no data.
+# scraped (server/internal/exporter at v1.1.0 and v1.2.0): unscraped, the WebUI shows no data.
 WEBUI_METRICS_PORT: Final = "metrics"
 MONITORING_API: Final = "monitoring.coreos.com/v1"
 

@@ -23,7 +23,7 @@ from e2e.simulator.trace import Trace
 from gpushare.catalog import load_catalog
 from gpushare.config import PROJECT, StackConfig
 from gpushare.errors import UserError
-from gpushare.hami import SharingProfile, node_capacity
+from gpushare.hami import SharingProfile, node_capacity, smallest_memory_factor
 from policies.gpushare_policies.registry import RULES
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -156,22 +156,21 @@ def trace_table() -> str:
 
 
 def catalog_table() -> str:
-    """Every catalog instance type with what one node registers under the default HAMi profile."""
+    """Every catalog instance type with what one node registers under the default HAMi profile, and the least
+    memoryFactor a HAMi pool of it needs (above 1, gpumem is registered and requested in units of that many MiB)."""
     catalog = load_catalog()
     profile = SharingProfile()
     lines = [
-        "| instance type | GPUs | GPU | vGPUs (split 10) | gpumem MiB | vCPU | memory GiB | USD/h on-demand |",
-        "|---|---|---|---|---|---|---|---|",
+        "| instance type | GPUs | GPU | vGPUs (split 10) | gpumem MiB | HAMi memoryFactor at least | vCPU | memory GiB "
+        "| USD/h on-demand |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for itype in catalog.instance_types:
-        try:
-            cap = node_capacity(catalog, itype, profile)
-            vgpus, gpumem = str(cap.vgpus), str(cap.gpu_memory_mib)
-        except UserError:
-            vgpus, gpumem = "exclusive only", "above mock ceiling"
+        factor = smallest_memory_factor(catalog, itype, profile)
+        cap = node_capacity(catalog, itype, SharingProfile(memoryFactor=factor))
         lines.append(
-            f"| {itype.name} | {itype.gpu_count} | {itype.gpu_model} | {vgpus} | {gpumem} | {itype.vcpu} "
-            f"| {itype.memory_mib // 1024} | {itype.on_demand_usd_per_hour} |"
+            f"| {itype.name} | {itype.gpu_count} | {itype.gpu_model} | {cap.vgpus} | {cap.gpu_memory_mib} | {factor} "
+            f"| {itype.vcpu} | {itype.memory_mib // 1024} | {itype.on_demand_usd_per_hour} |"
         )
     return "\n".join(lines)
 

@@ -130,6 +130,12 @@ def summary(config: StackConfig) -> str:
     lines.append(
         f"prices: {prices.region} {prices.capacity_type}, {prices.date}; nodes = how many the pool limit admits"
     )
+    if any(plan.capacities for plan in pool_plans(config).values()):
+        factor = config.hami.profile.memory_factor
+        lines.append(
+            f"HAMi pools: pods request nvidia.com/gpumem, and team quotas count it, in units of {factor} MiB "
+            f"(memoryFactor {factor}); a node registers gpumem MiB / {factor}"
+        )
     return "\n".join(lines)
 
 

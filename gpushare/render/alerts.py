@@ -55,9 +55,9 @@ class Panel:
 
 
 # Free memory per GPU from HAMi's scheduler (bytes: cmd/scheduler/metrics.go multiplies its MiB by 1024*1024).
-# GPUDeviceMemoryAllocated carries one label more (devicecores) than GPUDeviceMemoryLimit (HAMi 2.8.3
-# cmd/scheduler/metrics.go): without `on` the subtraction matches no series.
-FREE_GPU_MEMORY = "GPUDeviceMemoryLimit - on (nodeid, deviceuuid, deviceidx) GPUDeviceMemoryAllocated"
+# hami_gpu_memory_allocated_bytes carries one label more (device_cores) than hami_gpu_memory_limit_bytes (HAMi
+# 2.10.0 cmd/scheduler/metrics.go): without `on` the subtraction matches no series.
+FREE_GPU_MEMORY = "hami_gpu_memory_limit_bytes - on (node, device_uuid, device_index) hami_gpu_memory_allocated_bytes"
 
 
 def hami_jobs(config: StackConfig) -> tuple[str, str]:
@@ -103,12 +103,27 @@ def _unplaced_by_hami(config: StackConfig, minutes: int) -> str:
     return f"max by (namespace, name) ({pods}) > {minutes * 60}"
 
 
+def _hami_quota_use(config: StackConfig) -> str:
+    """Percent of each team's HAMi quota (limits.nvidia.com/gpumem, gpucores) HAMi's scheduler has charged: the memory
+    of every request style, which Kubernetes' own count misses for percentage and whole-GPU requests. HAMi 2.10
+    exports the charge in MiB and the limit as written, in units of memoryFactor MiB (cmd/scheduler/metrics.go,
+    pkg/device/quota.go FitQuota multiplies the limit by the factor)."""
+    memory = f'quota_name="{names.GPU_MEMORY}"'
+    limits = (
+        f"(hami_resource_quota_limit{{{memory}}} * {config.hami.profile.memory_factor})"
+        f' or hami_resource_quota_limit{{quota_name="{names.GPU_CORES}"}}'
+    )
+    used = f'max by (namespace, quota_name) (hami_resource_quota_used{{namespace=~"{_team_namespaces(config)}"}})'
+    ratio = f"100 * {used} / on (namespace, quota_name) (max by (namespace, quota_name) ({limits}) > 0)"
+    return f'label_replace({ratio}, "resource", "limits.$1", "quota_name", "(.+)")'
+
+
 def alerts(config: StackConfig) -> list[Alert]:
     """The GPU alerts, thresholds from config; README "Seeing your GPUs" has a runbook line for each."""
     t = config.monitoring.alerts
     scheduler_job, monitor_job = hami_jobs(config)
     idle = (
-        '(sum by (node) (label_replace(GPUDeviceSharedNum, "node", "$1", "nodeid", "(.+)")) == 0)'
+        "(sum by (node) (hami_gpu_shared_count) == 0)"
         " or "
         f'(avg by (node) (label_replace(DCGM_FI_DEV_GPU_UTIL, "node", "$1", "hostname", "(.+)"))'
         f" < {t.node_idle_utilization_percent})"
@@ -118,6 +133,7 @@ def alerts(config: StackConfig) -> list[Alert]:
         f'namespace=~"{_team_namespaces(config)}"}}'
         f' / on (namespace, resourcequota, resource) (kube_resourcequota{{type="hard"}} > 0)'
         f" > {t.quota_use_percent}"
+        f" or {_hami_quota_use(config)} > {t.quota_use_percent}"
     )
     return [
         Alert(
@@ -163,7 +179,8 @@ def alerts(config: StackConfig) -> list[Alert]:
             5,
             f"Team {{{{ $labels.namespace }}}} uses over {t.quota_use_percent}% of its "
             "{{ $labels.resource }} quota",
-            "kubectl -n TEAM describe resourcequota: free vGPUs or raise the team's quota in gpushare:teams",
+            "kubectl -n TEAM describe resourcequota: free vGPUs or raise the team's quota in gpushare:teams; a "
+            "limits.* resource is HAMi's charge (hami_resource_quota_used), which kubectl does not show",
         ),
         Alert(
             "HamiSchedulerDown",
@@ -225,24 +242,24 @@ def panels(config: StackConfig) -> list[Panel]:
             "GPU memory registered vs allocated per pool",
             "bytes",
             (
-                (f"{pool} registered", _by_pool("sum by (nodeid) (GPUDeviceMemoryLimit)", "nodeid")),
-                (f"{pool} allocated", _by_pool("sum by (nodeid) (GPUDeviceMemoryAllocated)", "nodeid")),
+                (f"{pool} registered", _by_pool("sum by (node) (hami_gpu_memory_limit_bytes)", "node")),
+                (f"{pool} allocated", _by_pool("sum by (node) (hami_gpu_memory_allocated_bytes)", "node")),
             ),
         ),
         Panel(
             "GPU memory free per node: summed (what Karpenter sees) vs on one GPU (what HAMi can place)",
             "bytes",
             (
-                ("{{nodeid}} summed", f"sum by (nodeid) ({FREE_GPU_MEMORY})"),
-                ("{{nodeid}} largest on one GPU", f"max by (nodeid) ({FREE_GPU_MEMORY})"),
+                ("{{node}} summed", f"sum by (node) ({FREE_GPU_MEMORY})"),
+                ("{{node}} largest on one GPU", f"max by (node) ({FREE_GPU_MEMORY})"),
             ),
         ),
         Panel(
             "GPU cores registered vs allocated per pool (100 per GPU)",
             "short",
             (
-                (f"{pool} registered", _by_pool("sum by (nodeid) (GPUDeviceCoreLimit)", "nodeid")),
-                (f"{pool} allocated", _by_pool("sum by (nodeid) (GPUDeviceCoreAllocated)", "nodeid")),
+                (f"{pool} registered", _by_pool("sum by (node) (hami_gpu_core_limit_ratio)", "node")),
+                (f"{pool} allocated", _by_pool("sum by (node) (hami_gpu_core_allocated_ratio)", "node")),
             ),
         ),
         Panel(
@@ -253,8 +270,8 @@ def panels(config: StackConfig) -> list[Panel]:
                     "{{namespace}} vGPUs",
                     f"sum by (namespace) ({_running_gpu_requests(teams)})",
                 ),
-                ("{{podnamespace}} memory MiB", "sum by (podnamespace) (vGPUMemoryAllocated) / 1048576"),
-                ("{{podnamespace}} cores %", "sum by (podnamespace) (vGPUCoreAllocated)"),
+                ("{{namespace}} memory MiB", "sum by (namespace) (hami_vgpu_memory_allocated_bytes) / 1048576"),
+                ("{{namespace}} cores %", "sum by (namespace) (hami_vgpu_core_allocated_ratio)"),
             ),
         ),
         Panel(
@@ -267,8 +284,8 @@ def panels(config: StackConfig) -> list[Panel]:
             "percent",
             (
                 (
-                    "{{podnamespace}}/{{podname}}",
-                    "avg by (podnamespace, podname) (Device_utilization_desc_of_container)",
+                    "{{namespace}}/{{pod}}",
+                    "avg by (namespace, pod) (hami_container_device_utilization_ratio)",
                 ),
             ),
         ),

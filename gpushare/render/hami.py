@@ -1,14 +1,15 @@
-"""HAMi chart values and the mock device plugin objects (Project-HAMi/HAMi charts/hami values.yaml)."""
+"""HAMi chart values and the mock device plugin objects (Project-HAMi/HAMi charts/hami values.yaml, 2.10.0)."""
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from gpushare import compat, images, names, pins
 from gpushare.config import StackConfig
 from gpushare.render.yamlio import dump
 
-# HAMi 2.8.3 runs its webhook-certificate jobs from a personal Docker Hub image by default
+# HAMi 2.8.3 to 2.10.0 run their webhook-certificate jobs from a personal Docker Hub image by default
 # (charts/hami/values.yaml scheduler.patch.imageNew, used on Kubernetes >= 1.22; `image` below 1.22): those
 # jobs may rewrite MutatingWebhookConfigurations. The upstream image, pinned (ingress-nginx controller v1.15.1
 # ships it), takes the same `create`/`patch` arguments.
@@ -29,6 +30,7 @@ HAMI_CHART_IMAGES: images.ImageMaps = {
 NVIDIA_PLUGIN_CHART_IMAGES: images.ImageMaps = {"image": {"repository": "nvcr.io/nvidia/k8s-device-plugin"}}
 GPU_TOLERATION = {"key": names.GPU_TAINT["key"], "operator": "Exists", "effect": names.GPU_TAINT["effect"]}
 HAMI_NODE_SELECTOR = {names.HAMI_NODE_LABEL[0]: names.HAMI_NODE_LABEL[1]}
+MOCK_LABELS = {"app.kubernetes.io/name": names.MOCK_NAME, "app.kubernetes.io/part-of": "gpushare"}
 
 
 def scheduler_image_tag(config: StackConfig) -> str:
@@ -37,10 +39,44 @@ def scheduler_image_tag(config: StackConfig) -> str:
     return pins.kube_scheduler_tag(config.cluster.kubernetes_version)
 
 
+def hami_device_config(config: StackConfig) -> dict[str, Any]:
+    """HAMi's whole device config (device-config.yaml), as the stack's `device-config.content`.
+
+    The content replaces the chart's template (2.10.0 templates/scheduler/device-configmap.yaml), so it carries
+    every NVIDIA key that template writes, with the chart's defaults and the stack's profile: HAMi's device plugin
+    dereferences deviceSplitCount, the scalings and libCudaLogLevel (crashing without them), and without
+    defaultGPUNum a container asking only gpumem gets no vGPU. Left out: the MIG allow-list (the stack's nodes run
+    hami-core, never MIG) and the other vendors' sections (no such device in the catalog; HAMi initialises them
+    with empty resource names, which no pod asks).
+    """
+    profile = config.hami.profile
+    return {
+        "nvidia": {
+            "resourceCountName": names.GPU,
+            "resourceMemoryName": names.GPU_MEMORY,
+            "resourceMemoryPercentageName": names.GPU_MEMORY_PERCENTAGE,
+            "resourceCoreName": names.GPU_CORES,
+            "resourcePriorityName": names.GPU_PRIORITY,
+            "overwriteEnv": False,
+            "defaultMemory": 0,
+            "defaultCores": 0,
+            "defaultGPUNum": 1,
+            "preConfiguredDeviceMemory": 0,
+            "memoryFactor": profile.memory_factor,
+            "deviceSplitCount": profile.device_split_count,
+            "deviceMemoryScaling": profile.device_memory_scaling,
+            "deviceCoreScaling": profile.device_core_scaling,
+            "enableNumaTopology": False,
+            "gpuCorePolicy": "default",
+            "libCudaLogLevel": 1,
+            "runtimeClassName": "",
+        }
+    }
+
+
 def hami_values(config: StackConfig) -> dict[str, Any]:
-    """Values with the key names of the pinned chart version (the node selector key changed in 2.8.0)."""
+    """Values with the key names of the pinned chart version; the sharing profile lives in the device config."""
     hami = config.hami
-    profile = hami.profile
     values = {
         "schedulerName": "hami-scheduler",
         "resourceName": names.GPU,
@@ -69,41 +105,55 @@ def hami_values(config: StackConfig) -> dict[str, Any]:
             "admissionWebhook": {"failurePolicy": "Ignore"},
         },
         "devicePlugin": {
-            "deviceSplitCount": profile.device_split_count,
-            "deviceMemoryScaling": profile.device_memory_scaling,
-            "deviceCoreScaling": profile.device_core_scaling,
             compat.hami_node_selector_key(hami.chart_version): dict(HAMI_NODE_SELECTOR),
             "tolerations": [dict(GPU_TOLERATION)],
             "service": {"type": "ClusterIP"},
         },
+        "device-config": {"content": dump(hami_device_config(config))},
     }
     return images.with_chart_images(values, HAMI_CHART_IMAGES, config.registry_mirrors)
 
 
-def mock_device_plugin_objects(config: StackConfig) -> list[dict[str, Any]]:
-    """ServiceAccount, ClusterRole, binding and DaemonSet of the mock plugin, on the same nodes as HAMi's.
+def mock_device_config_map(config: StackConfig) -> dict[str, Any]:
+    """The mock's own device config, derived from the HAMi values by the function the policy pack checks it with
+    (compat.mock_device_config), so the two cannot disagree about resource names or memoryFactor."""
+    values = hami_values(config)
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": names.MOCK_DEVICE_CONFIG, "namespace": names.MOCK_NAMESPACE, "labels": MOCK_LABELS},
+        "data": {names.HAMI_DEVICE_CONFIG_KEY: dump(compat.mock_device_config(config.hami.chart_version, values))},
+    }
 
-    The chart's own mock DaemonSet (>= 2.8) has no node selector or toleration values, so it never reaches
-    tainted GPU nodes; this one reads the HAMi release's device ConfigMap and tolerates the GPU taint.
+
+def mock_device_plugin_objects(config: StackConfig) -> list[dict[str, Any]]:
+    """ServiceAccount, ClusterRole, binding, the device ConfigMap and the DaemonSet of the mock plugin, on the same
+    nodes as HAMi's.
+
+    The chart's own mock DaemonSet (>= 2.8) has no node selector or toleration values, so it never reaches tainted
+    GPU nodes, and from 2.9 it mounts a device config mock 1.0.1 cannot parse; this one tolerates the GPU taint and
+    reads a ConfigMap of its own holding only what it needs.
     """
-    labels = {"app.kubernetes.io/name": names.MOCK_NAME, "app.kubernetes.io/part-of": "gpushare"}
-    meta = {"name": names.MOCK_NAME, "namespace": names.MOCK_NAMESPACE, "labels": labels}
+    meta = {"name": names.MOCK_NAME, "namespace": names.MOCK_NAMESPACE, "labels": MOCK_LABELS}
+    config_map = mock_device_config_map(config)
+    checksum = hashlib.sha256(config_map["data"][names.HAMI_DEVICE_CONFIG_KEY].encode()).hexdigest()
     return [
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta},
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "ClusterRole",
-            "metadata": {"name": names.MOCK_NAME, "labels": labels},
+            "metadata": {"name": names.MOCK_NAME, "labels": MOCK_LABELS},
             # Mock 1.0.1 only reads its own node's HAMi annotation (internal/pkg/api/device/device.go).
             "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]}],
         },
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "ClusterRoleBinding",
-            "metadata": {"name": names.MOCK_NAME, "labels": labels},
+            "metadata": {"name": names.MOCK_NAME, "labels": MOCK_LABELS},
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": names.MOCK_NAME},
             "subjects": [{"kind": "ServiceAccount", "name": names.MOCK_NAME, "namespace": names.MOCK_NAMESPACE}],
         },
+        config_map,
         {
             "apiVersion": "apps/v1",
             "kind": "DaemonSet",
@@ -112,7 +162,10 @@ def mock_device_plugin_objects(config: StackConfig) -> list[dict[str, Any]]:
                 "selector": {"matchLabels": {"app.kubernetes.io/name": names.MOCK_NAME}},
                 "updateStrategy": {"type": "RollingUpdate"},
                 "template": {
-                    "metadata": {"labels": labels},
+                    "metadata": {
+                        "labels": MOCK_LABELS,
+                        "annotations": {names.DEVICE_CONFIG_CHECKSUM_ANNOTATION: checksum},
+                    },
                     "spec": _mock_pod_spec(config),
                 },
             },
@@ -153,10 +206,7 @@ def _mock_pod_spec(config: StackConfig) -> dict[str, Any]:
         "volumes": [
             {"name": "device-plugins", "hostPath": {"path": "/var/lib/kubelet/device-plugins", "type": "Directory"}},
             {"name": "sys", "hostPath": {"path": "/sys", "type": "Directory"}},
-            {
-                "name": "device-config",
-                "configMap": {"name": compat.hami_device_configmap(names.HAMI_RELEASE, hami_values(config))},
-            },
+            {"name": "device-config", "configMap": {"name": names.MOCK_DEVICE_CONFIG}},
         ],
     }
 

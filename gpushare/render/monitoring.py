@@ -12,10 +12,11 @@ Value keys are those of the pinned charts, read at their tags:
 - dcgm-exporter 4.8.3, NVIDIA/dcgm-exporter deployment/values.yaml at tag 4.5.3-4.8.2 (the 4.6.0-4.8.3 release
   notes change none of these): image.tag, tolerations, affinity, extraEnv, serviceMonitor.enabled (its
   ServiceMonitor scrapes port `metrics`).
-- hami-webui 1.1.0, Project-HAMi/HAMi-WebUI charts/hami-webui/values.yaml at tag hami-webui-1.1.0:
-  image.{frontend,backend}.tag (default floating `main`), service.type, nodeSelector, serviceMonitor.enabled,
-  hamiServiceMonitor.enabled, dcgm-exporter.enabled, externalPrometheus.{enabled,address}. Its CI pushes the
-  images tagged with the git tag (.github/workflows/ci.yaml), so v1.1.0 exists for both.
+- hami-webui 1.2.0, Project-HAMi/HAMi-WebUI charts/hami-webui/values.yaml at tag hami-webui-1.2.0 (values and
+  templates unchanged since 1.1.0): image.{frontend,backend}.tag (default floating `main`), service.type,
+  nodeSelector, serviceMonitor.enabled, hamiServiceMonitor.enabled, dcgm-exporter.enabled,
+  externalPrometheus.{enabled,address}. Its CI pushes the images tagged with the git tag (.github/workflows/
+  ci.yaml; tag v1.2.0, whose server code equals hami-webui-1.2.0's), so v1.2.0 exists for both.
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ KPS_CHART_IMAGES: Final[images.ImageMaps] = {
     "kube-state-metrics.image": _chart_image("registry.k8s.io/kube-state-metrics/kube-state-metrics"),
     "prometheus-node-exporter.image": _chart_image("quay.io/prometheus/node-exporter"),
 }
-# dcgm-exporter 4.8.3 and hami-webui 1.1.0: the registry is part of `repository` (Docker Hub names are short).
+# dcgm-exporter 4.8.3 and hami-webui 1.2.0: the registry is part of `repository` (Docker Hub names are short).
 DCGM_CHART_IMAGES: Final[images.ImageMaps] = {"image": {"repository": DCGM_IMAGE}}
 WEBUI_CHART_IMAGES: Final[images.ImageMaps] = {
     "image.frontend": {"repository": "projecthami/hami-webui-fe-oss"},
@@ -76,8 +77,8 @@ DASHBOARD_LABEL: Final = ("grafana_dashboard", "1")
 # Karpenter chart (aws/karpenter-provider-aws charts/karpenter at v1.14.1; the v1.15 docs name the same
 # karpenter.kube-system.svc:8080): Service `<fullname>` port `http-metrics`, labels app.kubernetes.io/name+instance.
 KARPENTER_METRICS_PORT: Final = "http-metrics"
-# HAMi chart 2.8.3: scheduler Service `<fullname>-scheduler` port `monitor` -> 9395; device-plugin Service
-# `<fullname>-device-plugin-monitor` port `monitorport` -> 9394 (charts/hami/templates/*/[monitor]service.yaml).
+# HAMi chart 2.10.0 (as 2.8.3): scheduler Service `<fullname>-scheduler` port `monitor` -> 9395; device-plugin
+# Service `<fullname>-device-plugin-monitor` port `monitorport` -> 9394 (charts/hami/templates/*/[monitor]service.yaml).
 HAMI_SCHEDULER_METRICS_PORT: Final = "monitor"
 HAMI_MONITOR_METRICS_PORT: Final = "monitorport"
 
@@ -328,7 +329,7 @@ def _metadata(monitoring: MonitoringConfig, name: str, extra: Mapping[str, str] 
     return meta
 
 
-# HAMi's monitor metrics carry no node label: take it from the scraped pod.
+# HAMi's per-container monitor metrics carry no node label: take it from the scraped pod.
 NODE_FROM_POD: Final = {"sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": "node", "action": "replace"}
 
 
@@ -338,9 +339,12 @@ def _service_monitor(
     namespace: str,
     selector: dict[str, str],
     port: str,
-    relabelings: tuple[dict[str, Any], ...] = (NODE_FROM_POD,),
+    relabelings: tuple[dict[str, Any], ...] = (),
+    honor_labels: bool = False,
 ) -> dict[str, Any]:
     endpoint: dict[str, Any] = {"port": port, "interval": "30s"}
+    if honor_labels:
+        endpoint["honorLabels"] = True
     if relabelings:
         endpoint["relabelings"] = list(relabelings)
     return {
@@ -357,7 +361,11 @@ def _service_monitor(
 
 def service_monitors(config: StackConfig) -> list[dict[str, Any]]:
     """HAMi scheduler and device-plugin monitor, Karpenter controller, HAMi-WebUI backend; selectors from the
-    pinned charts."""
+    pinned charts.
+
+    HAMi >= 2.9 labels its series with the workload's `namespace`, `pod` and `container` (and the scheduler's with
+    the GPU's `node`), which clash with the target labels prometheus-operator adds: without honorLabels they arrive
+    as `exported_*`, and the dashboard's per-team panels and HAMi-WebUI's per-container queries find nothing."""
     monitoring = config.monitoring
     hami_instance = {"app.kubernetes.io/instance": names.HAMI_RELEASE, "app.kubernetes.io/name": names.HAMI_CHART}
     namespaces = scrape_namespaces()
@@ -368,6 +376,7 @@ def service_monitors(config: StackConfig) -> list[dict[str, Any]]:
             namespaces["hami-scheduler"],
             {**hami_instance, "app.kubernetes.io/component": "hami-scheduler"},
             HAMI_SCHEDULER_METRICS_PORT,
+            honor_labels=True,
         ),
         _service_monitor(
             monitoring,
@@ -375,6 +384,8 @@ def service_monitors(config: StackConfig) -> list[dict[str, Any]]:
             namespaces["hami-device-plugin"],
             {**hami_instance, "app.kubernetes.io/component": "hami-device-plugin"},
             HAMI_MONITOR_METRICS_PORT,
+            relabelings=(NODE_FROM_POD,),
+            honor_labels=True,
         ),
         _service_monitor(
             monitoring,
@@ -382,6 +393,7 @@ def service_monitors(config: StackConfig) -> list[dict[str, Any]]:
             namespaces["karpenter"],
             {"app.kubernetes.io/instance": names.KARPENTER_RELEASE, "app.kubernetes.io/name": names.KARPENTER_CHART},
             KARPENTER_METRICS_PORT,
+            relabelings=(NODE_FROM_POD,),
         ),
         # No relabeling: the backend's series carry their own `node` label, which a target label of that name
         # would rename to `exported_node`, and the WebUI's per-node queries would find nothing.
@@ -395,7 +407,6 @@ def service_monitors(config: StackConfig) -> list[dict[str, Any]]:
                 "app.kubernetes.io/component": names.WEBUI_CHART,
             },
             names.WEBUI_METRICS_PORT,
-            relabelings=(),
         ),
     ]
 

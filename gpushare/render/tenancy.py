@@ -89,30 +89,10 @@ def team_objects(config: StackConfig, team: TeamConfig) -> list[dict[str, Any]]:
         annotations[names.NODE_POLICY_ANNOTATION] = team.scheduler_policy.node
         annotations[names.GPU_POLICY_ANNOTATION] = team.scheduler_policy.gpu
     namespace["metadata"]["annotations"] = dict(sorted(annotations.items()))
-    quota = team.quota
-    factor = config.hami.profile.memory_factor
     owned = {"name": f"{team.name}-gpu", "namespace": team.name, "labels": {names.TEAM_LABEL: team.name}}
     return [
         namespace,
-        {
-            "apiVersion": "v1",
-            "kind": "ResourceQuota",
-            "metadata": owned,
-            "spec": {
-                "hard": {
-                    f"requests.{names.GPU}": str(quota.gpus),
-                    f"requests.{names.GPU_MEMORY}": str(quota.gpu_memory_mib // factor),
-                    f"requests.{names.GPU_CORES}": str(quota.gpu_cores),
-                    # Pods pick a pool by nodeSelector, not by team: once the stack has a time-sliced pool, every
-                    # team's replicas are capped (0 for teams that do not list one).
-                    **(
-                        {f"requests.{names.GPU_SHARED}": str(quota.shared_gpus)}
-                        if any(pool.sharing == names.SHARING_TIMESLICE for pool in config.pools)
-                        else {}
-                    ),
-                }
-            },
-        },
+        {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": owned, "spec": {"hard": quota_hard(config, team)}},
         {
             "apiVersion": "v1",
             "kind": "LimitRange",
@@ -125,6 +105,29 @@ def team_objects(config: StackConfig, team: TeamConfig) -> list[dict[str, Any]]:
         *per_gpu_limit_policy(config, team),
         *isolation_policy(team),
     ]
+
+
+def quota_hard(config: StackConfig, team: TeamConfig) -> dict[str, str]:
+    """The team's ResourceQuota: the `requests.` keys Kubernetes enforces at pod creation, from what containers
+    state; and HAMi's own `limits.` memory and core keys, which its scheduler (2.10+, pkg/device/quota.go) charges
+    with what it hands out, so the memory budget also holds for percentage, whole-GPU and cores-only requests.
+    GPU memory is counted in units of memoryFactor MiB on both sides (HAMi multiplies its limit by the factor)."""
+    quota = team.quota
+    memory = str(quota.gpu_memory_mib // config.hami.profile.memory_factor)
+    return {
+        f"requests.{names.GPU}": str(quota.gpus),
+        f"requests.{names.GPU_MEMORY}": memory,
+        f"requests.{names.GPU_CORES}": str(quota.gpu_cores),
+        # Pods pick a pool by nodeSelector, not by team: once the stack has a time-sliced pool, every team's replicas
+        # are capped (0 for teams that do not list one).
+        **(
+            {f"requests.{names.GPU_SHARED}": str(quota.shared_gpus)}
+            if any(pool.sharing == names.SHARING_TIMESLICE for pool in config.pools)
+            else {}
+        ),
+        f"limits.{names.GPU_MEMORY}": memory,
+        f"limits.{names.GPU_CORES}": str(quota.gpu_cores),
+    }
 
 
 def namespace_selector(team: TeamConfig) -> dict[str, Any]:
@@ -303,6 +306,9 @@ def per_gpu_limit_policy(config: StackConfig, team: TeamConfig) -> list[dict[str
             f"{', '.join(plan.name for plan in team_plans if plan.sharing != names.SHARING_TIMESLICE)} has more "
             f"than {limits[names.GPU]} GPU{'s' if limits[names.GPU] > 1 else ''}"
         )
+    factor = config.hami.profile.memory_factor
+    if names.GPU_MEMORY in limits and factor > 1:
+        reasons[names.GPU_MEMORY] += f" units of {factor} MiB (memoryFactor {factor}: pods request gpumem in them)"
     if names.GPU_SHARED in limits:
         reasons[names.GPU_SHARED] = "replicas of one GPU add no compute and the NVIDIA device plugin refuses more"
     if not limits:

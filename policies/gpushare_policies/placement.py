@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 from gpushare import compat, names
 from gpushare.catalog import load_catalog
 
-from .hami import is_hami_pool
+from .hami import dra_enabled, is_hami_pool
 from .kube import Pool, describe_requirement, pools, requirement_matches, tolerates
 from .stack import EKS_MANAGED_NODE_GROUP, EKS_NODE_GROUP, NODE_POOL, Resource, StackView, version_of
 
@@ -164,13 +164,12 @@ def nvidia_placement(release: Resource) -> Placement:
 
 
 def _hami(release: Resource) -> list[Placement]:
-    """charts/hami templates/device-plugin/daemonsetnvidia.yaml and daemonsetmock.yaml (2.8.3): the plugin's
+    """charts/hami templates/device-plugin/daemonsetnvidia.yaml and daemonsetmock.yaml (2.8.3, 2.10.0): the plugin's
     `if` on the selector and tolerations, no affinity; the chart's own mock only when enabled."""
     version = str(release.get("version") or "")
     key = compat.hami_node_selector_key(version) if version_of(version) else "nvidiaNodeSelector"
     defaults = {
         "devicePlugin": {"enabled": True, key: dict([names.HAMI_NODE_LABEL]), "tolerations": []},
-        "dra": {"enabled": False},
         "mockDevicePlugin": {"enabled": False},
     }
     values = helm_merge(defaults, release.get("values") or {})
@@ -178,7 +177,7 @@ def _hami(release: Resource) -> list[Placement]:
     off = None
     if not plugin.get("enabled"):
         off = ("values.devicePlugin.enabled", plugin.get("enabled"))
-    elif _at(values, "dra", "enabled"):
+    elif dra_enabled(release):
         off = ("values.dra.enabled", True)
     found = [
         Placement(

@@ -15,10 +15,9 @@ import promql_parser as pql
 
 from gpushare import metrics
 
-from .stack import Resource, StackView
+from .stack import CONFIG_MAP, Resource, StackView
 
 PROMETHEUS_RULE = "kubernetes:monitoring.coreos.com/v1:PrometheusRule"
-CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
 UNBOUNDED = (-math.inf, math.inf)
 # Functions and aggregations whose result lies within the values of their first vector argument.
 _WITHIN_INPUT = frozenset(

@@ -34,6 +34,7 @@ NODE_OVERLAY = f"kubernetes:{names.NODE_OVERLAY_API}:NodeOverlay"
 EC2_NODE_CLASS = f"kubernetes:{names.EC2_NODE_CLASS_API}:EC2NodeClass"
 DAEMON_SET = "kubernetes:apps/v1:DaemonSet"
 NAMESPACE = "kubernetes:core/v1:Namespace"
+CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
 RESOURCE_QUOTA = "kubernetes:core/v1:ResourceQuota"
 LIMIT_RANGE = "kubernetes:core/v1:LimitRange"
 # pulumi-eks is a component: offline (under mocks) it has no children and its inputs are what we see; in a

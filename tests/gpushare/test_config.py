@@ -205,9 +205,11 @@ BAD_CONFIG = [
         "gpushare:karpenter.chartVersion: 1.6.2 has no NodeOverlay; allowed: 1.7.0 or newer",
     ),
     (
-        "hami too new for mock",
-        _set("gpushare:hami.chartVersion", "2.10.0"),
-        "gpushare:hami.chartVersion: 2.10.0 writes a device config mock 1.0.1 cannot parse",
+        "hami held back below 2.10",
+        _set("gpushare:hami.chartVersion", "2.8.3"),
+        "gpushare:hami.chartVersion: '2.8.3' is older than 2.10.0: HAMi before 2.10 leaks team quota charges on every "
+        "re-filter, cannot set memoryFactor and exports metric names the alerts and HAMi-WebUI do not read; allowed: "
+        "2.10.0",
     ),
     (
         "unknown hami chart",
@@ -215,9 +217,21 @@ BAD_CONFIG = [
         "gpushare:hami.chartVersion: '3.0.0' is not a HAMi chart this stack knows",
     ),
     (
-        "memoryFactor the chart cannot set",
-        _set("gpushare:hami.profile.memoryFactor", 4),
-        f"gpushare:hami.profile.memoryFactor: 4: HAMi chart {pins.chart_version('hami')} hard-codes memoryFactor: 1",
+        "memoryFactor of 0",
+        _set("gpushare:hami.profile.memoryFactor", 0),
+        "gpushare:hami.profile.memoryFactor: Input should be greater than or equal to 1",
+    ),
+    (
+        "memoryFactor above a GiB",
+        _set("gpushare:hami.profile.memoryFactor", 2048),
+        "gpushare:hami.profile.memoryFactor: Input should be less than or equal to 1024",
+    ),
+    (
+        "HAMi pool past the mock ceiling",
+        _set("gpushare:pools.0.instanceTypes", ["p5.48xlarge"]),
+        "gpushare:pools[0].instanceTypes[0]: p5.48xlarge: nvidia.com/gpumem would be 652472 units per node at "
+        "memoryFactor 1, above the mock device plugin's ceiling of 123011 (the kubelet would register 0); memoryFactor "
+        "6 or more brings it under; use a smaller type or an exclusive pool",
     ),
     (
         "untagged mock image",

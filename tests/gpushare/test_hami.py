@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gpushare.hami import CapacityError, SharingProfile, node_capacity
+from gpushare.compat import MOCK_MAX_UNITS_PER_RESOURCE
+from gpushare.hami import CapacityError, SharingProfile, node_capacity, smallest_memory_factor
 
 
 def capacity(catalog, name: str, **profile):
@@ -43,10 +44,38 @@ def test_memory_factor_divides_registered_memory(catalog):
     assert cap.vgpu_max_memory_mib == 23028
 
 
-@pytest.mark.parametrize("itype", ["g5.48xlarge", "g6.48xlarge", "g6e.12xlarge", "p4d.24xlarge", "p5.48xlarge"])
-def test_types_above_the_mock_ceiling_are_refused(catalog, itype):
-    with pytest.raises(CapacityError, match=r"nvidia.com/gpumem would be \d+ units .* ceiling of 123011"):
-        capacity(catalog, itype)
+@pytest.mark.parametrize(
+    ("itype", "factor"),
+    [
+        ("g5.48xlarge", 2),
+        ("g6.48xlarge", 2),
+        ("g6e.12xlarge", 2),
+        ("g6e.24xlarge", 2),
+        ("g6e.48xlarge", 3),
+        ("p4d.24xlarge", 3),
+        ("p5.48xlarge", 6),
+    ],
+)
+def test_types_above_the_mock_ceiling_are_refused_naming_the_factor_that_fits(catalog, itype, factor):
+    assert smallest_memory_factor(catalog, catalog.instance_type(itype), SharingProfile()) == factor
+    with pytest.raises(CapacityError, match=rf"ceiling of 123011 .*; memoryFactor {factor} or more brings it under"):
+        capacity(catalog, itype, memoryFactor=factor - 1)
+    fits = capacity(catalog, itype, memoryFactor=factor)
+    assert fits.gpu_memory <= MOCK_MAX_UNITS_PER_RESOURCE
+    assert fits.vgpu_max_memory_mib // factor >= 1
+
+
+def test_every_catalog_type_fits_at_its_smallest_factor(catalog):
+    """Invariant over the shipped catalog: no type is out of reach of a HAMi pool, and g4dn.metal just fits at 1."""
+    for itype in catalog.instance_types:
+        factor = smallest_memory_factor(catalog, itype, SharingProfile())
+        assert capacity(catalog, itype.name, memoryFactor=factor).gpu_memory <= MOCK_MAX_UNITS_PER_RESOURCE
+    assert smallest_memory_factor(catalog, catalog.instance_type("g4dn.metal"), SharingProfile()) == 1
+
+
+def test_memory_scaling_lowers_the_factor_needed(catalog):
+    p5 = catalog.instance_type("p5.48xlarge")
+    assert smallest_memory_factor(catalog, p5, SharingProfile(deviceMemoryScaling=0.5)) == 3
 
 
 def test_profile_rejects_oversubscription():

@@ -84,22 +84,31 @@ def test_renovate_never_moves_a_kube_scheduler_to_another_minor():
     assert [(set(r["matchUpdateTypes"]), r["enabled"]) for r in rules] == [({"major", "minor"}, False)]
 
 
-def test_renovate_holds_the_hami_mock_webui_pair_together_with_its_reason():
-    """HAMi >= 2.9 needs a mock release that does not exist yet: no update of one of them alone may be proposed."""
-    held = {
-        names.HAMI_CHART,
-        "hami-webui",
-        "docker.io/projecthami/mock-device-plugin",
-        "github.com/Project-HAMi/HAMi",
-        "github.com/HAMi/mock-device-plugin",
-    }
-    rules = [r for r in RENOVATE["packageRules"] if held & set(r.get("matchPackageNames", []))]
-    assert len(rules) == 1 and held <= set(rules[0]["matchPackageNames"]) and rules[0]["enabled"] is False
-    assert "mock PR #18" in rules[0]["description"]
-    # Every HAMi-family pin (charts and images: HAMi, its WebUI, the mock) is held, not only the ones named above.
+def _rules_naming(package: str) -> list[dict]:
+    return [r for r in RENOVATE["packageRules"] if package in r.get("matchPackageNames", [])]
+
+
+def test_renovate_holds_the_mock_with_its_reason():
+    """Mock 1.0.1 reads a ConfigMap of the stack's own: no mock release may be proposed until one parses HAMi's."""
+    for package in ("docker.io/projecthami/mock-device-plugin", "github.com/HAMi/mock-device-plugin"):
+        [rule] = _rules_naming(package)
+        assert rule["enabled"] is False
+        assert (
+            "mock PR #18" in rule["description"]
+            and "keeps working until a mock release parses" in (rule["description"])
+        )
+    gomod = (ROOT / "e2e" / "cluster" / "tools" / "mock" / "go.mod").read_text()
+    assert "github.com/HAMi/mock-device-plugin " in gomod
+
+
+def test_renovate_proposes_hami_with_its_module_and_asks_for_make_e2e():
+    [chart] = _rules_naming(names.HAMI_CHART)
+    assert chart is _rules_naming("github.com/Project-HAMi/HAMi")[0] and chart.get("enabled", True)
+    assert chart["groupName"] and "make e2e" in chart["description"] and "make e2e" in chart["prBodyNotes"][0]
+    [webui] = _rules_naming(names.WEBUI_CHART)
+    assert webui.get("enabled", True) and "WEBUI_HAMI_RANGES" in webui["description"]
+    # Every HAMi-family pin is covered by one of these rules.
     pinned = [*pins._pins()["charts"], *pins._pins()["images"]]
     family = {name for name in pinned if "hami" in name.lower() or "mock-device-plugin" in name}
-    assert family >= {names.HAMI_CHART} and family <= set(rules[0]["matchPackageNames"])
-    tools = ROOT / "e2e" / "cluster" / "tools"
-    assert "github.com/Project-HAMi/HAMi " in (tools / "hami" / "go.mod").read_text()
-    assert "github.com/HAMi/mock-device-plugin " in (tools / "mock" / "go.mod").read_text()
+    assert all(_rules_naming(name) for name in family)
+    assert "github.com/Project-HAMi/HAMi " in (ROOT / "e2e" / "cluster" / "tools" / "hami" / "go.mod").read_text()

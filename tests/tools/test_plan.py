@@ -154,3 +154,30 @@ def test_a_version_past_eks_standard_support_exits_2_unless_extended(tmp_path):
     )
     assert "gpushare:cluster.supportType EXTENDED" in completed.stderr and "Traceback" not in completed.stderr
     assert completed.stderr.count("\n") == 1 and not (tmp_path / "out").exists()
+
+
+def test_a_p5_hami_pool_plans_with_the_memory_factor_that_fits(tmp_path):
+    """The catalog's largest types as a HAMi pool: memoryFactor 6 brings a p5.48xlarge (8 x 81559 MiB) under the
+    mock's ceiling; overlays, quotas, the mock's config and HAMi's agree on units of 6 MiB, and the pack passes."""
+    raw = raw_stack("prod")
+    raw["gpushare:hami"]["profile"]["memoryFactor"] = 6
+    raw["gpushare:pools"].append(
+        {"name": "h100-shared", "instanceTypes": ["p5.48xlarge"], "maxGpus": 16, "sharing": "hami"}
+    )
+    raw["gpushare:teams"][0]["pools"].append("h100-shared")
+    stack_file = tmp_path / "Pulumi.prod.yaml"
+    stack_file.write_text(yaml.safe_dump({"config": raw}))
+    completed = run_plan(stack_file, tmp_path / "out")
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    assert "0 mandatory" in completed.stdout
+    assert "h100-shared  hami       p5.48xlarge    8     80      652470      800" in completed.stdout
+    assert "in units of 6 MiB (memoryFactor 6)" in completed.stdout
+    manifests = tmp_path / "out" / "prod" / "manifests"
+    overlay = yaml.safe_load((manifests / "nodeoverlay-h100-shared-p5-48xlarge.yaml").read_text())
+    assert overlay["spec"]["capacity"]["nvidia.com/gpumem"] == str(8 * 81559 // 6)
+    quota = yaml.safe_load((manifests / "resourcequota-ml-research-ml-research-gpu.yaml").read_text())
+    assert quota["spec"]["hard"]["limits.nvidia.com/gpumem"] == str(368448 // 6)
+    mock = yaml.safe_load((manifests / "configmap-kube-system-hami-mock-device-config.yaml").read_text())
+    assert yaml.safe_load(mock["data"]["device-config.yaml"])["nvidia"]["memoryFactor"] == 6
+    hami = yaml.safe_load((tmp_path / "out" / "prod" / "helm" / "hami.yaml").read_text())
+    assert yaml.safe_load(hami["values"]["device-config"]["content"])["nvidia"]["memoryFactor"] == 6

@@ -35,8 +35,9 @@ def check_capacity(view: StackView, config: CapacityConfig) -> Iterator[Finding]
                     value,
                     f"the mock device plugin cannot advertise more than {MOCK_MAX_UNITS_PER_RESOURCE} units of one "
                     "resource per node (the kubelet's gRPC limit; the node would register 0)",
-                    "no overlay value is right here: remove the instance type this overlay describes from its HAMi "
-                    "pool (pools[].instanceTypes) and give its GPUs an exclusive pool if you need them",
+                    "raise HAMi's memoryFactor (gpushare:hami.profile.memoryFactor) until the node's GPU memory fits "
+                    "in that many units and set the overlay to what it then registers, or give the type an "
+                    "exclusive pool",
                 )
     hami = Hami.of(view)
     if hami is None:
@@ -49,7 +50,8 @@ def check_capacity(view: StackView, config: CapacityConfig) -> Iterator[Finding]
                 key,
                 value,
                 f"{why.lower()}: HAMi {hami.version} would register figures no overlay, limit or quota here can be "
-                "checked against (gpushare models deviceSplitCount 1-100 and scalings in (0, 1], no oversubscription)",
+                "checked against (gpushare models deviceSplitCount 1-100, scalings in (0, 1], no oversubscription, "
+                "and memoryFactor 1-1024)",
                 "use a value in that range",
             )
         return
@@ -57,7 +59,9 @@ def check_capacity(view: StackView, config: CapacityConfig) -> Iterator[Finding]
         for instance_type in pool.instance_types or ():
             expected = expected_capacity(hami, instance_type)
             if isinstance(expected, str):
-                yield finding_about(pool.resource, expected, "use catalog types that fit")
+                yield finding_about(
+                    pool.resource, expected, "raise memoryFactor as said, or use catalog types that fit"
+                )
                 continue
             capacity = effective_capacity(overlays_for(view, pool, instance_type))
             for resource, registered in expected.resources().items():
@@ -70,7 +74,8 @@ def check_capacity(view: StackView, config: CapacityConfig) -> Iterator[Finding]
                     f"a {instance_type} node in pool {pool.name} registers {registered} under HAMi {hami.version} "
                     f"(deviceSplitCount {hami.profile.device_split_count}, "
                     f"deviceMemoryScaling {hami.profile.device_memory_scaling}, "
-                    f"deviceCoreScaling {hami.profile.device_core_scaling})"
+                    f"deviceCoreScaling {hami.profile.device_core_scaling}, "
+                    f"memoryFactor {hami.profile.memory_factor})"
                 )
                 if amount is None:
                     yield finding(overlay, where, value, "not a Kubernetes quantity", f'set it to "{registered}"')
@@ -95,12 +100,13 @@ def check_capacity(view: StackView, config: CapacityConfig) -> Iterator[Finding]
 RULE = Rule(
     name="hami-overlay-capacity-matches",
     order=3,
-    description=f"Each overlay's {names.GPU}, gpumem, gpucores and gpumem-percentage equal what the node "
-    "registers under the HAMi release's sharing profile, and stay under the mock plugin's ceiling.",
+    description=f"Each overlay's {names.GPU}, gpumem (in units of memoryFactor MiB), gpucores and gpumem-percentage "
+    "equal what the node registers under the sharing profile of the HAMi release's device config, and stay under "
+    "the mock plugin's ceiling.",
     why="An overlay promising 24000 MiB on a GPU that registers 23028 launches nodes for pods that never fit; "
     f"above {MOCK_MAX_UNITS_PER_RESOURCE} units the kubelet registers 0.",
-    remediation="Set the overlay capacity to the figures in the README catalog table for the pinned profile "
-    "(gpushare renders them from gpushare/catalog.yaml); move types above the ceiling to exclusive pools.",
+    remediation="Set the overlay capacity to what the node registers (gpushare renders it from gpushare/catalog.yaml); "
+    "for types above the ceiling raise memoryFactor to the README catalog table's figure, or use exclusive pools.",
     enforcement="mandatory",
     severity="critical",
     check=check_capacity,

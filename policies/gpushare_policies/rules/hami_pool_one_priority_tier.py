@@ -1,8 +1,8 @@
 """Teams of different priority tiers do not share a HAMi pool, where their tiers cannot preempt.
 
 kube-scheduler preempts only for resources it sees: HAMi's KubeSchedulerConfiguration marks nvidia.com/gpu,
-gpumem and gpucores `ignoredByScheduler` and its extender has no preempt verb (HAMi v2.8.3 chart; HAMi #1878), so
-for a critical pod on a full HAMi pool the scheduler finds no victims: it waits for a node Karpenter launches
+gpumem and gpucores `ignoredByScheduler` and its extender has no preempt verb (HAMi charts 2.8.3 and 2.10.0; HAMi
+#1878), so for a critical pod on a full HAMi pool the scheduler finds no victims: it waits for a node Karpenter launches
 within the pool's limit, and no batch pod is evicted. The offline cluster's `priorities` scenario shows it.
 """
 

@@ -1,13 +1,14 @@
 """HAMi's mutating webhook fails open.
 
-The webhook of chart 2.8.3 (templates/scheduler/webhook.yaml) matches pod CREATE in every namespace not labelled
-hami.io/webhook=ignore and not listed in whitelistNamespaces: kube-system and the stack's other namespaces
+The webhook of charts 2.8.3 and 2.10.0 (templates/scheduler/webhook.yaml) matches pod CREATE in every namespace not
+labelled hami.io/webhook=ignore and not listed in whitelistNamespaces: kube-system and the stack's other namespaces
 included. With failurePolicy Fail every pod creation there waits for hami-scheduler, its own replacement pod
 among them, so one hami-scheduler outage stops Karpenter, CoreDNS and every team. Ignore is the right value for
 that scope, and it costs no isolation: a team pod the webhook missed keeps the default scheduler, and HAMi's
 device plugin refuses to allocate a GPU to a pod HAMi did not place (Allocate: "no binding pod found on node",
-pkg/device-plugin/nvidiadevice/nvinternal/plugin/server.go). Fail would be right only for a webhook scoped to
-the HAMi team namespaces by a namespaceSelector, which the chart's values cannot express.
+pkg/util/util.go at 2.10.0). Fail would be right only for a webhook scoped to the HAMi team namespaces by a
+namespaceSelector (chart 2.10.0's admissionWebhook.namespaceSelector could express one; the stack keeps the
+chart's selector).
 """
 
 from __future__ import annotations

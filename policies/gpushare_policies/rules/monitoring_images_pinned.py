@@ -14,7 +14,7 @@ MONITORING_CHARTS = (names.KUBE_PROMETHEUS_STACK_CHART, names.DCGM_CHART, names.
 # Image tags that move: a release pinned to one of them is not reproducible.
 FLOATING_TAGS: Final = frozenset({"", "latest", "main", "master"})
 # Image value paths each monitoring chart must have pinned in its values, because the chart's default floats
-# (hami-webui 1.1.0: `main`) or could change under the same chart version.
+# (hami-webui 1.1.0 and 1.2.0: `main`) or could change under the same chart version.
 PINNED_IMAGE_PATHS: Final = {names.WEBUI_CHART: ("image.frontend", "image.backend"), names.DCGM_CHART: ("image",)}
 
 

@@ -41,8 +41,9 @@ def check_webui_matches_hami(view: StackView, _config: None) -> Iterator[Finding
 RULE = Rule(
     name="monitoring-webui-reads-hami-metrics",
     order=24,
-    description="The HAMi-WebUI chart pairs with the HAMi chart's metric names (WebUI <= 1.1.0: HAMi 2.4-2.8).",
-    why="HAMi 2.9 renamed its metrics; a WebUI of the other schema shows empty pages.",
+    description="The HAMi-WebUI chart pairs with the HAMi chart's metric names (WebUI <= 1.1.0: HAMi 2.4-2.8; 1.2.0: "
+    "HAMi 2.9-2.10).",
+    why="HAMi 2.9 renamed its metrics and labels; a WebUI of the other schema shows empty pages.",
     remediation="Pin the WebUI chart that pairs with the pinned HAMi chart.",
     enforcement="mandatory",
     severity="medium",

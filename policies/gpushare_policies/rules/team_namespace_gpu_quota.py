@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from gpushare import names
 
-from ..hami import is_hami_pool
+from ..hami import Hami, is_hami_pool
 from ..kube import Pool, pools, quotas_in
 from ..nvidia import is_timeslice_pool
 from ..pools import pools_of_team
@@ -20,13 +20,18 @@ def _any_timeslice_pool(view: StackView) -> bool:
 
 
 def _required(view: StackView, team_pools: list[Pool]) -> list[str]:
-    """Quota resources a team's pods can ask: GPUs always, HAMi's on HAMi pools, and time-sliced replicas
-    whenever the stack has a time-sliced pool (a pod picks a pool by nodeSelector, not by team)."""
-    required = [names.GPU]
+    """Quota keys a team's pods can be charged under: vGPUs always; Kubernetes' memory and cores on HAMi pools, and
+    HAMi's own (which also charge memory no container states: percentage, whole-GPU and cores-only requests) where
+    the HAMi release charges them without leaking (2.10.0+); and time-sliced replicas whenever the stack has a
+    time-sliced pool (a pod picks a pool by nodeSelector, not by team)."""
+    required = [f"requests.{names.GPU}"]
     if any(is_hami_pool(view, pool) for pool in team_pools):
-        required += [names.GPU_MEMORY, names.GPU_CORES]
+        required += [f"requests.{names.GPU_MEMORY}", f"requests.{names.GPU_CORES}"]
+        hami = Hami.of(view)
+        if hami is not None and hami.charges_quota:
+            required += [f"limits.{names.GPU_MEMORY}", f"limits.{names.GPU_CORES}"]
     if _any_timeslice_pool(view):
-        required.append(names.GPU_SHARED)
+        required.append(f"requests.{names.GPU_SHARED}")
     return required
 
 
@@ -36,16 +41,17 @@ def check_quota_present(view: StackView, _config: None) -> Iterator[Finding]:
         if names.TEAM_LABEL not in labels:
             continue
         team_pools = pools_of_team(view, namespace)
-        required = _required(view, team_pools)
         hard: dict = {}
         for quota in quotas_in(view, namespace.object_name):
             hard.update(quota.get("spec", "hard") or {})
-        missing = [f"requests.{r}" for r in required if f"requests.{r}" not in hard]  # see quota_keys_enforced.py
+        missing = [key for key in _required(view, team_pools) if key not in hard]  # see quota_keys_enforced.py
         if missing:
+            unstated = any(key.startswith("limits.") for key in missing)
             yield finding_about(
                 namespace,
                 f"team namespace has no ResourceQuota on {', '.join(missing)}: one team can take every shared GPU "
-                "and the others' pods wait",
+                + ("(HAMi's limits. keys also charge the GPU memory of requests that state none) " if unstated else "")
+                + "and the others' pods wait",
                 f"add a ResourceQuota with spec.hard {', '.join(missing)} (gpushare renders it from teams[].quota)",
             )
 
@@ -53,8 +59,8 @@ def check_quota_present(view: StackView, _config: None) -> Iterator[Finding]:
 RULE = Rule(
     name="team-namespace-gpu-quota",
     order=14,
-    description=f"Every team namespace has a ResourceQuota on requests.{names.GPU}, and on gpumem and "
-    "gpucores when the team uses HAMi pools.",
+    description=f"Every team namespace has a ResourceQuota on requests.{names.GPU}, and on gpumem and gpucores when "
+    "the team uses HAMi pools: as requests. keys, and as HAMi's limits. keys where HAMi (2.10.0+) charges them.",
     why="Without a quota one team can take every shared GPU.",
     remediation="Set teams[].quota (gpus, gpuMemoryMib, gpuCores) in the stack config.",
     enforcement="mandatory",

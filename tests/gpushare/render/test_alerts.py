@@ -5,8 +5,9 @@ from __future__ import annotations
 import yaml
 
 from gpushare import metrics
+from gpushare.loader import load_stack_config
 from gpushare.render import alerts
-from tests.conftest import ROOT
+from tests.conftest import PLAN_DATE, ROOT
 
 README = (ROOT / "README.md").read_text()
 
@@ -31,3 +32,13 @@ def test_every_alert_has_promtool_fixtures_and_a_readme_runbook_line(prod):
 def test_metric_catalog_names_a_source_for_every_component():
     for component, entry in metrics.metric_catalog().items():
         assert entry["source"] and entry["version"] and entry["metrics"], component
+
+
+def test_team_quota_alert_weighs_hamis_charge_against_its_limit_in_mib(prod_raw):
+    """HAMi charges MiB and states its limit in units of memoryFactor MiB: the alert scales the memory limit."""
+    prod_raw["gpushare:hami"]["profile"]["memoryFactor"] = 6
+    config = load_stack_config(prod_raw, today=PLAN_DATE)
+    [quota] = [alert.expr for alert in alerts.alerts(config) if alert.name == "GpuTeamQuotaHigh"]
+    assert '(hami_resource_quota_limit{quota_name="nvidia.com/gpumem"} * 6)' in quota
+    assert 'hami_resource_quota_limit{quota_name="nvidia.com/gpucores"})' in quota
+    assert 'hami_resource_quota_used{namespace=~"ml-research|inference|analytics"}' in quota

@@ -10,8 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import yaml
 
-from gpushare import names, pins
+from gpushare import compat, names, pins
 from gpushare.config import PoolConfig, StackConfig
 from gpushare.loader import load_stack_config
 from gpushare.render import hami
@@ -43,16 +44,32 @@ def _landing(raw: dict[str, Any], pool: PoolConfig) -> set[str]:
     return {p.kind for p in placements if p.blocker(pool_labels(pool), (dict(names.GPU_TAINT),)) is None}
 
 
-@pytest.mark.parametrize(
-    ("chart", "key", "absent"),
-    [("2.8.3", "nvidiaNodeSelector", "nvidianodeSelector"), ("2.7.1", "nvidianodeSelector", "nvidiaNodeSelector")],
-)
-def test_hami_node_selector_key_follows_the_chart_version(chart, key, absent):
-    raw = raw_stack("dev")
-    raw["gpushare:hami"]["chartVersion"] = chart
-    plugin = hami.hami_values(load_stack_config(raw, today=PLAN_DATE))["devicePlugin"]
-    assert plugin[key] == {"gpu": "on"}
-    assert absent not in plugin
+def test_hami_node_selector_key_is_the_pinned_charts(dev):
+    plugin = hami.hami_values(dev)["devicePlugin"]
+    assert plugin[compat.hami_node_selector_key(dev.hami.chart_version)] == {"gpu": "on"}
+    assert compat.hami_wrong_node_selector_key(dev.hami.chart_version) not in plugin
+
+
+@pytest.mark.parametrize(("chart", "key"), [("2.10.0", "nvidiaNodeSelector"), ("2.7.1", "nvidianodeSelector")])
+def test_hami_node_selector_key_follows_the_chart_version(chart, key):
+    assert compat.hami_node_selector_key(chart) == key
+
+
+def test_hami_device_config_content_is_the_whole_config_with_the_profile(dev_raw):
+    dev_raw["gpushare:hami"]["profile"] = {"deviceSplitCount": 12, "deviceMemoryScaling": 0.9, "memoryFactor": 6}
+    config = load_stack_config(dev_raw, today=PLAN_DATE)
+    values = hami.hami_values(config)
+    nvidia = yaml.safe_load(values["device-config"]["content"])["nvidia"]
+    assert {k: nvidia[k] for k in ("deviceSplitCount", "deviceMemoryScaling", "deviceCoreScaling", "memoryFactor")} == {
+        "deviceSplitCount": 12,
+        "deviceMemoryScaling": 0.9,
+        "deviceCoreScaling": 1.0,
+        "memoryFactor": 6,
+    }
+    assert set(compat.HAMI_CONTENT_REQUIRED) <= set(nvidia)
+    assert compat.hami_nvidia_config(config.hami.chart_version, values) == nvidia
+    # The chart writes the devicePlugin profile keys only into a config it builds itself: none are rendered.
+    assert not {"deviceSplitCount", "deviceMemoryScaling", "deviceCoreScaling"} & set(values["devicePlugin"])
 
 
 @pytest.mark.parametrize("minor", pins.kubernetes_minors())
@@ -76,17 +93,51 @@ def test_hami_device_plugin_tolerates_the_gpu_taint(dev):
     ]
 
 
-def test_mock_daemonset_reads_the_hami_release_configmap_on_hami_nodes(dev):
-    daemonset = next(o for o in hami.mock_device_plugin_objects(dev) if o["kind"] == "DaemonSet")
+def test_mock_daemonset_reads_its_own_configmap_on_hami_nodes(dev):
+    objects = hami.mock_device_plugin_objects(dev)
+    daemonset = next(o for o in objects if o["kind"] == "DaemonSet")
+    config_map = next(o for o in objects if o["kind"] == "ConfigMap")
     pod = daemonset["spec"]["template"]["spec"]
     assert pod["nodeSelector"] == {"gpu": "on"}
     assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in pod["tolerations"]
     config_volume = next(v for v in pod["volumes"] if v["name"] == "device-config")
-    assert config_volume["configMap"]["name"] == "hami-scheduler-device"
+    assert config_volume["configMap"]["name"] == config_map["metadata"]["name"] == names.MOCK_DEVICE_CONFIG
+    assert config_map["metadata"]["namespace"] == daemonset["metadata"]["namespace"]
     container = pod["containers"][0]
     assert container["image"] == pins.image("docker.io/projecthami/mock-device-plugin")
     assert "--device-config-file=/device-config.yaml" in container["command"]
     assert container["securityContext"]["allowPrivilegeEscalation"] is False
+
+
+@pytest.mark.parametrize("factor", [1, 6])
+def test_mock_config_holds_only_what_mock_1_0_1_parses_taken_from_the_hami_values(dev_raw, factor):
+    dev_raw["gpushare:hami"]["profile"]["memoryFactor"] = factor
+    config = load_stack_config(dev_raw, today=PLAN_DATE)
+    config_map = hami.mock_device_config_map(config)
+    document = yaml.safe_load(config_map["data"][names.HAMI_DEVICE_CONFIG_KEY])
+    assert document == {
+        "nvidia": {
+            "resourceCountName": "nvidia.com/gpu",
+            "resourceMemoryName": "nvidia.com/gpumem",
+            "resourceCoreName": "nvidia.com/gpucores",
+            "resourceMemoryPercentageName": "nvidia.com/gpumem-percentage",
+            "memoryFactor": factor,
+        }
+    }
+    hami_config = yaml.safe_load(hami.hami_values(config)["device-config"]["content"])["nvidia"]
+    assert all(hami_config[key] == value for key, value in document["nvidia"].items())
+
+
+def test_a_changed_mock_config_restarts_the_mock(dev_raw):
+    """The mock reads its config once, at start: its pods carry the config's checksum."""
+
+    def checksum(config):
+        daemonset = next(o for o in hami.mock_device_plugin_objects(config) if o["kind"] == "DaemonSet")
+        return daemonset["spec"]["template"]["metadata"]["annotations"][names.DEVICE_CONFIG_CHECKSUM_ANNOTATION]
+
+    before = checksum(load_stack_config(dev_raw, today=PLAN_DATE))
+    dev_raw["gpushare:hami"]["profile"]["memoryFactor"] = 2
+    assert checksum(load_stack_config(dev_raw, today=PLAN_DATE)) != before
 
 
 def test_mock_rbac_only_reads_nodes(dev):
@@ -104,14 +155,12 @@ def test_hami_webhook_certgen_is_upstream_and_services_stay_in_the_cluster(dev):
     assert values["devicePlugin"]["service"]["type"] == "ClusterIP"
 
 
-@pytest.mark.parametrize("chart", ["2.8.3", "2.7.1"])
 @pytest.mark.parametrize(
     ("sharing", "expected"),
     [("hami", {"hami", "mock", "dcgm"}), ("exclusive", {"nvidia", "dcgm"}), ("timeslice", {"nvidia", "dcgm"})],
 )
-def test_each_sharing_mode_gets_exactly_its_device_plugins(chart, sharing, expected):
+def test_each_sharing_mode_gets_exactly_its_device_plugins(sharing, expected):
     raw = raw_stack("prod")
-    raw["gpushare:hami"]["chartVersion"] = chart
     extra = {"replicas": 4} if sharing == "timeslice" else {}
     pool = PoolConfig.model_validate(
         {"name": "p", "instanceTypes": ["g6.xlarge"], "maxGpus": 2, "sharing": sharing, **extra}

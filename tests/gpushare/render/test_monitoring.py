@@ -88,6 +88,20 @@ def test_webui_compatibility_follows_the_hami_metric_rename():
     assert webui_compatible("2.7.1", "1.1.0")
     assert not webui_compatible("2.9.0", "1.1.0")
     assert not webui_compatible("2.8.3", "1.2.0")
+    assert webui_compatible("2.9.0", "1.2.0")
+    assert webui_compatible("2.10.0", "1.2.0")
+    assert not webui_compatible("2.10.0", "1.3.0"), "a WebUI whose queries were not read pairs with nothing"
+
+
+def test_hami_series_keep_their_own_node_namespace_and_pod(prod):
+    """HAMi >= 2.9 labels series with the GPU's node and the workload's namespace and pod: scraped with
+    honorLabels, and the scheduler's `node` not overwritten by the node its pod runs on."""
+    monitors = {m["metadata"]["name"]: m["spec"]["endpoints"][0] for m in monitoring.service_monitors(prod)}
+    for name in ("hami-scheduler", "hami-device-plugin"):
+        assert monitors[name]["honorLabels"] is True
+    assert "relabelings" not in monitors["hami-scheduler"]
+    assert monitors["hami-device-plugin"]["relabelings"] == [monitoring.NODE_FROM_POD]
+    assert "honorLabels" not in monitors[names.WEBUI_RELEASE] and "honorLabels" not in monitors["karpenter"]
 
 
 def test_shipped_webui_fits_every_hami_chart_the_config_allows_with_monitoring(prod):

@@ -305,13 +305,25 @@ def test_isolation_policy_caps_priority_at_the_tier_and_pools_at_the_team(prod):
 
 
 def test_team_quota_covers_hami_resources(prod):
+    """Kubernetes' requests. keys and HAMi's own limits. memory and core keys, which HAMi 2.10 charges for every
+    request style."""
     objects = tenancy.team_objects(prod, prod.teams[0])
     assert [o["kind"] for o in objects][:3] == ["Namespace", "ResourceQuota", "LimitRange"]
     assert objects[1]["spec"]["hard"] == {
         "requests.nvidia.com/gpu": "120",
         "requests.nvidia.com/gpumem": "368448",
         "requests.nvidia.com/gpucores": "1600",
+        "limits.nvidia.com/gpumem": "368448",
+        "limits.nvidia.com/gpucores": "1600",
     }
+
+
+def test_team_memory_quota_counts_in_units_of_the_memory_factor(prod_raw):
+    """Pods request gpumem in units of memoryFactor MiB, and HAMi multiplies its limit by the factor."""
+    prod_raw["gpushare:hami"]["profile"]["memoryFactor"] = 4
+    config = load_stack_config(prod_raw, today=PLAN_DATE)
+    hard = tenancy.team_objects(config, config.teams[0])[1]["spec"]["hard"]
+    assert hard["requests.nvidia.com/gpumem"] == hard["limits.nvidia.com/gpumem"] == str(368448 // 4)
 
 
 def test_team_only_on_exclusive_pools_skips_the_hami_webhook(prod_raw):
@@ -336,3 +348,12 @@ def test_team_scheduler_policy_and_pools_are_recorded_on_the_namespace(dev):
         "gpushare.io/pools": "g5-shared,g4dn-shared,g6-timeslice",
         "gpushare.io/priority": "batch",
     }
+
+
+def test_per_gpu_memory_bound_is_in_units_of_the_memory_factor(dev_raw):
+    dev_raw["gpushare:hami"]["profile"]["memoryFactor"] = 4
+    config = load_stack_config(dev_raw, today=PLAN_DATE)
+    validations = tenancy.per_gpu_limit_policy(config, config.teams[0])[0]["spec"]["validations"]
+    [memory] = [v for v in validations if v["message"].startswith("nvidia.com/gpumem per container")]
+    assert "quantity('5757')" in memory["expression"]  # 23028 MiB of an A10G in units of 4 MiB
+    assert "holds 5757 units of 4 MiB (memoryFactor 4" in memory["message"]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import copy
 
+import yaml
+
 from tests.policies.helpers import broken, find, messages
 
 G5 = "g5-shared"
@@ -50,6 +52,26 @@ def release(r, name):
 
 def mock(r):
     return find(r, "DaemonSet", "hami-mock-device-plugin")
+
+
+def mock_config(r):
+    return find(r, "ConfigMap", "hami-mock-device-config")
+
+
+def set_device_config(r, key, value):
+    """Set `nvidia.<key>` in HAMi's device-config.content (None unsets it), as a hand edit of the values would."""
+    values = release(r, "hami")["values"]
+    document = yaml.safe_load(values["device-config"]["content"])
+    document["nvidia"][key] = value
+    values["device-config"]["content"] = yaml.safe_dump(document)
+
+
+def set_mock_config(r, key, value):
+    """Set `nvidia.<key>` in the mock's own device config (a dotted key sets a top-level one)."""
+    data = mock_config(r)["data"]
+    document = yaml.safe_load(data["device-config.yaml"])
+    (document if key.startswith(".") else document["nvidia"])[key.removeprefix(".")] = value
+    data["device-config.yaml"] = yaml.safe_dump(document)
 
 
 def node_class(r):

@@ -7,7 +7,7 @@ import copy
 
 import pytest
 
-from tests.policies.helpers import broken, drop, entry, messages
+from tests.policies.helpers import broken, drop, entry, messages, resources_of
 from tests.policies.rules.breaking import (
     G5,
     TS,
@@ -171,9 +171,11 @@ CASES = {
         lambda r: set_at(release(r, "hami"), ["values", "devicePlugin", "enabled"], False),
         ["Release hami: values.devicePlugin.enabled is false", "the chart renders no DaemonSet", "g4dn-shared, g5"],
     ),
-    "HAMi with DRA on": (
+    "HAMi 2.9 with DRA on": (
         RULE,
-        lambda r: release(r, "hami")["values"].update(dra={"enabled": True}),
+        lambda r: release(r, "hami").update(
+            version="2.9.0", values={**release(r, "hami")["values"], "dra": {"enabled": True}}
+        ),
         ["Release hami: values.dra.enabled is true", "the chart renders no DaemonSet"],
     ),
     "no HAMi release": (
@@ -314,3 +316,9 @@ def test_the_prod_exclusive_pool_gets_only_nvidias_plugin(plans):
         RULE,
     )
     assert any("also lands on the exclusive/time-sliced pools training" in m for m in found), found
+
+
+def test_chart_2_10_ignores_the_removed_dra_key(plans):
+    """2.10.0 removed the DRA option: a leftover dra.enabled stops nothing."""
+    resources = broken(plans["dev"], lambda r: release(r, "hami")["values"].update(dra={"enabled": True}))
+    assert messages(resources, RULE) == messages(resources_of(plans["dev"]), RULE)

@@ -9,9 +9,11 @@ from tests.policies.rules.breaking import (
     caught,
     overlay,
     pool,
-    release,
     set_at,
+    set_device_config,
 )
+
+RULE = "hami-overlay-capacity-matches"
 
 # (policy, change, every fragment one message must contain), on the dev plan
 CASES = {
@@ -40,7 +42,7 @@ CASES = {
         lambda r: set_at(
             find(r, "NodeOverlay", "g5-shared-g5-4xlarge"), ["spec", "capacity", "nvidia.com/gpumem"], "200000"
         ),
-        ["cannot advertise more than 123011", "remove the instance type this overlay describes from its HAMi pool"],
+        ["cannot advertise more than 123011", "raise HAMi's memoryFactor", "or give the type an exclusive pool"],
     ),
     "type not in catalog": (
         "hami-overlay-capacity-matches",
@@ -64,8 +66,28 @@ def test_below_registered_allowed_by_config(plans):
     assert messages(more, "hami-overlay-capacity-matches", config), "more is refused whatever the config"
 
 
-def test_profile_change_in_values_is_weighed(plans):
-    split = ["values", "devicePlugin", "deviceSplitCount"]
-    resources = broken(plans["dev"], lambda r: set_at(release(r, "hami"), split, 5))
-    found = messages(resources, "hami-overlay-capacity-matches")
+def test_profile_change_in_the_device_config_is_weighed(plans):
+    resources = broken(plans["dev"], lambda r: set_device_config(r, "deviceSplitCount", 5))
+    found = messages(resources, RULE)
     assert len(found) == 5 and all('["nvidia.com/gpu"]' in m and "deviceSplitCount 5" in m for m in found)
+    assert messages(resources, "device-plugins-per-pool") == []
+
+
+def test_memory_factor_in_the_device_config_is_weighed(plans):
+    """HAMi's memoryFactor 2 halves what each node registers: the rendered overlays (factor 1) promise twice that."""
+    found = messages(broken(plans["dev"], lambda r: set_device_config(r, "memoryFactor", 2)), RULE)
+    assert len(found) == 5
+    assert any('spec.capacity["nvidia.com/gpumem"] is "23028"' in m and "registers 11514" in m for m in found)
+    assert all("memoryFactor 2" in m for m in found)
+
+
+def test_a_p5_pool_past_the_ceiling_names_the_factor(plans):
+    """A HAMi pool on p5.48xlarge under memoryFactor 1: the pool is refused naming the factor that fits."""
+    resources = broken(
+        plans["dev"], lambda r: pool(r)["spec"]["template"]["spec"]["requirements"][0]["values"].append("p5.48xlarge")
+    )
+    assert any(
+        m.startswith("NodePool g5-shared: p5.48xlarge: nvidia.com/gpumem would be 652472 units")
+        and "memoryFactor 6 or more brings it under" in m
+        for m in messages(resources, RULE)
+    )

@@ -9,7 +9,10 @@ from tests.policies.rules.breaking import (
     caught,
     release,
     set_at,
+    set_device_config,
 )
+
+RULE = "hami-values-match-chart-version"
 
 # (policy, change, every fragment one message must contain), on the dev plan
 CASES = {
@@ -41,6 +44,44 @@ CASES = {
             pins.kube_scheduler_tag("1.36").removeprefix("v"),
         ),
         ["vMAJOR.MINOR.PATCH tag of that minor"],
+    ),
+    "device config content on a chart that ignores it": (
+        RULE,
+        lambda r: set_at(release(r, "hami"), ["version"], "2.9.0"),
+        ["Release hami: values.device-config.content is set, but chart 2.9.0 ignores it", "memoryFactor 1"],
+    ),
+    "device config content that is not YAML": (
+        RULE,
+        lambda r: set_at(release(r, "hami"), ["values", "device-config", "content"], "nvidia: ["),
+        ["Release hami: values.device-config.content is not YAML"],
+    ),
+    "device config content without nvidia": (
+        RULE,
+        lambda r: set_at(release(r, "hami"), ["values", "device-config", "content"], "vnpus: {}"),
+        ["holds no `nvidia:` mapping, so HAMi would manage no NVIDIA GPU"],
+    ),
+    "device config content without deviceSplitCount": (
+        RULE,
+        lambda r: set_device_config(r, "deviceSplitCount", None),
+        ["values.device-config.content nvidia.deviceSplitCount not set", "HAMi's device plugin dereferences it"],
+    ),
+    "device config content without defaultGPUNum": (
+        RULE,
+        lambda r: set_device_config(r, "defaultGPUNum", None),
+        ["nvidia.defaultGPUNum not set", "a container asking only gpumem or gpucores gets no vGPU"],
+    ),
+    "a profile value the content overrides": (
+        RULE,
+        lambda r: set_at(release(r, "hami"), ["values", "devicePlugin", "deviceSplitCount"], 5),
+        ["values.devicePlugin.deviceSplitCount is 5", "with values.device-config.content set it is ignored"],
+    ),
+    "content naming another memory resource than the values": (
+        RULE,
+        lambda r: set_device_config(r, "resourceMemoryName", "nvidia.com/memory"),
+        [
+            'values.device-config.content nvidia.resourceMemoryName is "nvidia.com/memory"',
+            "values.resourceMem is nvidia.com/gpumem",
+        ],
     ),
     "unknown hami chart": (
         "hami-values-match-chart-version",

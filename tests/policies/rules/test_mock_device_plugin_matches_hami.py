@@ -10,49 +10,137 @@ from tests.policies.rules.breaking import (
     MOCK_REPO,
     caught,
     mock,
+    mock_config,
     release,
     set_at,
+    set_device_config,
+    set_mock_config,
 )
+
+RULE = "mock-device-plugin-matches-hami"
+CONFIG_NAME = ["spec", "template", "spec", "volumes", 2, "configMap", "name"]
+CONFIG_KEY = 'ConfigMap hami-mock-device-config: data["device-config.yaml"]'
+
+
+def _hami_28_own_config(r, namespace=None):
+    """The known-good pair of the 2.8 line: HAMi 2.8.3's own device ConfigMap, which mock 1.0.1 parses."""
+    set_at(release(r, "hami"), ["version"], "2.8.3")
+    set_at(mock(r), CONFIG_NAME, "hami-scheduler-device")
+    if namespace:
+        set_at(mock(r), ["metadata", "namespace"], namespace)
+
+
+def _without_config_mount(r):
+    container = mock(r)["spec"]["template"]["spec"]["containers"][0]
+    container["volumeMounts"] = [m for m in container["volumeMounts"] if m["name"] != "device-config"]
+
+
+def _config_under_another_key(r):
+    data = mock_config(r)["data"]
+    data["config.yaml"] = data.pop("device-config.yaml")
+
 
 # (policy, change, every fragment one message must contain), on the dev plan
 CASES = {
     "no mock": (
-        "mock-device-plugin-matches-hami",
+        RULE,
         lambda r: drop(r, "DaemonSet", "hami-mock-device-plugin"),
         ["5 overlays advertise", "ResourceNotRegistered"],
     ),
-    "wrong configmap": (
-        "mock-device-plugin-matches-hami",
-        lambda r: set_at(mock(r), ["spec", "template", "spec", "volumes", 2, "configMap", "name"], "hami-device"),
-        ['configMap.name is "hami-device"', "ConfigMap hami-scheduler-device"],
+    "mounts HAMi 2.10's own device config": (
+        RULE,
+        lambda r: set_at(mock(r), CONFIG_NAME, "hami-scheduler-device"),
+        [
+            'configMap.name is "hami-scheduler-device": that is HAMi chart 2.10.0\'s own device config, whose '
+            "`vnpus:` is an object (since 2.9.0); mock 1.0.1 parses a list and exits",
+            "mount ConfigMap hami-mock-device-config",
+        ],
     ),
-    "renamed hami release": (
-        "mock-device-plugin-matches-hami",
-        lambda r: set_at(release(r, "hami"), ["name"], "vgpu"),
-        ["ConfigMap vgpu-hami-scheduler-device"],
+    "mounts the renamed release's own device config": (
+        RULE,
+        lambda r: (
+            set_at(release(r, "hami"), ["name"], "vgpu"),
+            set_at(mock(r), CONFIG_NAME, "vgpu-hami-scheduler-device"),
+        ),
+        ['configMap.name is "vgpu-hami-scheduler-device": that is HAMi chart 2.10.0\'s own device config'],
     ),
-    "mock in another namespace": (
-        "mock-device-plugin-matches-hami",
+    "mounts a ConfigMap nobody creates": (
+        RULE,
+        lambda r: set_at(mock(r), CONFIG_NAME, "hami-device"),
+        ['configMap.name is "hami-device": no ConfigMap of that name is in the stack', "hami-scheduler-device"],
+    ),
+    "mock in another namespace than its ConfigMap": (
+        RULE,
         lambda r: set_at(mock(r), ["metadata", "namespace"], "gpu-system"),
+        ['"hami-mock-device-config": no ConfigMap of that name is in the stack (namespace gpu-system)'],
+    ),
+    "mock in another namespace than HAMi 2.8's own ConfigMap": (
+        RULE,
+        lambda r: _hami_28_own_config(r, "gpu-system"),
         ['metadata.namespace is "gpu-system"', "deploy the DaemonSet in kube-system"],
     ),
-    "mock too old for hami": (
-        "mock-device-plugin-matches-hami",
-        lambda r: set_at(release(r, "hami"), ["version"], "2.9.0"),
-        ["mock 1.0.1 cannot parse the device config HAMi chart 2.9.0 writes", "pin HAMi chart 2.7.0 to 2.8.3"],
+    "HAMi 2.8 with DRA on, whose own ConfigMap the mock mounts": (
+        RULE,
+        lambda r: (_hami_28_own_config(r), release(r, "hami")["values"].update(dra={"enabled": True})),
+        ["Release hami: values.dra.enabled is true", "creates no device ConfigMap"],
+    ),
+    "mounts no device config": (
+        RULE,
+        _without_config_mount,
+        ["configMap.name not set: the mock plugin reads no device config and exits"],
+    ),
+    "mock's memoryFactor differs from HAMi's": (
+        RULE,
+        lambda r: set_mock_config(r, "memoryFactor", 2),
+        [f"{CONFIG_KEY} nvidia.memoryFactor is 2", "device config says 1", "other units than HAMi schedules"],
+    ),
+    "HAMi's memoryFactor moved without the mock's": (
+        RULE,
+        lambda r: set_device_config(r, "memoryFactor", 6),
+        [f"{CONFIG_KEY} nvidia.memoryFactor is 1", "device config says 6", "set it to 6"],
+    ),
+    "mock names another memory resource": (
+        RULE,
+        lambda r: set_mock_config(r, "resourceMemoryName", "nvidia.com/memory"),
+        [f'{CONFIG_KEY} nvidia.resourceMemoryName is "nvidia.com/memory"', "says nvidia.com/gpumem"],
+    ),
+    "mock config without the percentage name": (
+        RULE,
+        lambda r: set_mock_config(r, "resourceMemoryPercentageName", None),
+        [f"{CONFIG_KEY} nvidia.resourceMemoryPercentageName not set", "says nvidia.com/gpumem-percentage"],
+    ),
+    "mock config with HAMi's vnpus object": (
+        RULE,
+        lambda r: set_mock_config(r, ".vnpus", {"hamiVnpuCore": False, "configs": []}),
+        [f'{CONFIG_KEY} vnpus is "an object"', "parses `vnpus` as a list"],
+    ),
+    "mock config that is not YAML": (
+        RULE,
+        lambda r: mock_config(r)["data"].update({"device-config.yaml": "nvidia: ["}),
+        [f'{CONFIG_KEY} is "nvidia: [": not YAML'],
+    ),
+    "mock config under another key": (
+        RULE,
+        _config_under_another_key,
+        [f"{CONFIG_KEY} not set", "finds none"],
+    ),
+    "HAMi the mock cannot decode": (
+        RULE,
+        lambda r: set_at(release(r, "hami"), ["version"], "2.11.0"),
+        ["mock 1.0.1 cannot decode the node annotations HAMi chart 2.11.0 writes"],
     ),
     "mock copy that shows nothing of what it is": (
-        "mock-device-plugin-matches-hami",
+        RULE,
         lambda r: _copied(r, labels=False, command=None),
         ["no DaemonSet is the mock device plugin", "k8s-device-plugin --device-config-file"],
     ),
     "HAMi's own plugin is not the mock": (
-        "mock-device-plugin-matches-hami",
+        RULE,
         lambda r: _copied(r, labels=False, command=["nvidia-device-plugin", "--config-file=/device-config.yaml"]),
         ["no DaemonSet is the mock device plugin"],
     ),
     "unknown mock tag": (
-        "mock-device-plugin-matches-hami",
+        RULE,
         lambda r: set_at(mock(r), ["spec", "template", "spec", "containers", 0, "image"], f"{MOCK_REPO}:9"),
         ["gpushare knows no HAMi compatibility for this tag"],
     ),
@@ -102,3 +190,18 @@ def test_a_copied_mock_image_is_still_the_mock(plans, change):
     resources = broken(plans["dev"], change)
     for rule in RULES:
         assert messages(resources, rule.name) == messages(resources_of(plans["dev"]), rule.name), rule.name
+
+
+def test_hami_28_own_config_is_still_a_pair_mock_1_0_1_parses(plans):
+    """The mock may mount the HAMi release's own ConfigMap where it parses it (chart 2.7-2.8)."""
+    assert messages(broken(plans["dev"], _hami_28_own_config), RULE) == []
+
+
+def test_the_rendered_mock_config_passes_at_any_memory_factor(plans):
+    """HAMi's factor and the mock's moved together (as gpushare renders them): nothing to say."""
+
+    def both(r):
+        set_device_config(r, "memoryFactor", 6)
+        set_mock_config(r, "memoryFactor", 6)
+
+    assert messages(broken(plans["dev"], both), RULE) == []

@@ -17,6 +17,7 @@ from tests.policies.rules.breaking import (
     pool,
     release,
     set_at,
+    set_device_config,
 )
 
 
@@ -108,11 +109,10 @@ def test_a_digest_pinned_mock_image_is_still_the_mock(plans):
 
 
 def test_an_unsupported_sharing_profile_is_one_finding_that_shows_the_value(plans):
-    scaling = ["values", "devicePlugin", "deviceMemoryScaling"]
-    resources = broken(plans["dev"], lambda r: set_at(release(r, "hami"), scaling, 1.5))
+    resources = broken(plans["dev"], lambda r: set_device_config(r, "deviceMemoryScaling", 1.5))
     found = [v for v in violations(resources, "hami-overlay-capacity-matches")]
     assert [v.message.split(": input")[0] for v in found] == [
-        "Release hami: values.devicePlugin.deviceMemoryScaling is 1.5"
+        "Release hami: values.device-config.content nvidia.deviceMemoryScaling is 1.5"
     ]
     assert messages(resources, "team-quota-within-pool-limits") == [], "no false 'can provide at most 0'"
 

@@ -23,6 +23,14 @@ CASES = {
         lambda r: delete_at(find(r, "ResourceQuota", "inference-gpu"), ["spec", "hard", "requests.nvidia.com/gpumem"]),
         ["no ResourceQuota on requests.nvidia.com/gpumem:"],
     ),
+    "HAMi team without HAMi's own memory key": (
+        "team-namespace-gpu-quota",
+        lambda r: delete_at(find(r, "ResourceQuota", "inference-gpu"), ["spec", "hard", "limits.nvidia.com/gpumem"]),
+        [
+            "no ResourceQuota on limits.nvidia.com/gpumem:",
+            "HAMi's limits. keys also charge the GPU memory of requests that state none",
+        ],
+    ),
     "team without a time-sliced pool, uncapped replicas": (
         "team-namespace-gpu-quota",
         lambda r: find(r, "ResourceQuota", "inference-gpu")["spec"]["hard"].pop(f"requests.{GPU_SHARED}"),
@@ -57,3 +65,14 @@ def test_time_sliced_team_needs_a_replica_quota(plans):
         "every shared GPU and the others' pods wait. Fix: add a ResourceQuota with spec.hard "
         f"requests.{GPU_SHARED} (gpushare renders it from teams[].quota)."
     ]
+
+
+def test_hami_before_2_10_needs_no_limits_keys(plans):
+    """HAMi 2.8/2.9 leak their own quota's charge: a stack holding one back may go without those keys."""
+
+    def held_back(r):
+        find(r, "Release", "hami")["version"] = "2.8.3"
+        for key in ("limits.nvidia.com/gpumem", "limits.nvidia.com/gpucores"):
+            del find(r, "ResourceQuota", "inference-gpu")["spec"]["hard"][key]
+
+    assert messages(broken(plans["dev"], held_back), "team-namespace-gpu-quota") == []
