@@ -16,6 +16,7 @@ _TYPED: dict[str, Callable[..., pulumi.CustomResource]] = {
     "Namespace": k8s.core.v1.Namespace,
     "ResourceQuota": k8s.core.v1.ResourceQuota,
     "LimitRange": k8s.core.v1.LimitRange,
+    "PodTemplate": k8s.core.v1.PodTemplate,
     "ServiceAccount": k8s.core.v1.ServiceAccount,
     "ClusterRole": k8s.rbac.v1.ClusterRole,
     "ClusterRoleBinding": k8s.rbac.v1.ClusterRoleBinding,

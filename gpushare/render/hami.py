@@ -42,7 +42,7 @@ def hami_values(config: StackConfig) -> dict[str, Any]:
     hami = config.hami
     profile = hami.profile
     values = {
-        "schedulerName": "hami-scheduler",
+        "schedulerName": names.HAMI_SCHEDULER_NAME,
         "resourceName": names.GPU,
         "resourceMem": names.GPU_MEMORY,
         "resourceCores": names.GPU_CORES,
