@@ -82,3 +82,23 @@ def test_overlay_fields(plans, path, value, fragment):
     with pytest.raises(MalformedStack, match="NodeOverlay") as caught:
         check(resources, policy_config_for("dev", None)[0], PLAN_DATE)
     assert fragment in str(caught.value)
+
+
+def test_every_node_of_the_prod_warm_headroom_replaced_by_a_wrong_type(plans):
+    """dev keeps no headroom: prod's PodTemplate and CapacityBuffer, each field one at a time, give findings or
+    MalformedStack, never a crash."""
+    resources = plans["prod"]["resources"]
+    config, _ = policy_config_for("prod", None)
+    headroom = [i for i, r in enumerate(resources) if r["type"].endswith((":PodTemplate", ":CapacityBuffer"))]
+    assert len(headroom) == 2
+    for index in headroom:
+        for path in _paths(resources[index]["inputs"]):
+            mutated = copy.deepcopy(resources)
+            parent = mutated[index]["inputs"]
+            for step in path[:-1]:
+                parent = parent[step]
+            parent[path[-1]] = _wrong(parent[path[-1]])
+            try:
+                check(mutated, config, PLAN_DATE)
+            except MalformedStack as error:
+                assert "\n" not in str(error)

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from gpushare import compat, names, pins
 
+from ..kube import feature_gate_on
 from ..rule import Finding, Rule, finding, finding_about
 from ..stack import NODE_OVERLAY, StackView, version_of
 
@@ -15,9 +16,6 @@ def _dotted(version: tuple[int, ...]) -> str:
 
 
 MINIMUM = _dotted(compat.KARPENTER_MIN_OVERLAY_VERSION)
-# The chart writes the value into FEATURE_GATES as text (`NodeOverlay={{ value }}`), which Karpenter reads with
-# Go's strconv.ParseBool: these texts turn the gate on, as YAML's true does.
-GATE_ON_TEXTS = frozenset({"1", "t", "T", "true", "TRUE", "True"})
 
 
 def check_overlay_gate(view: StackView, _config: None) -> Iterator[Finding]:
@@ -45,7 +43,7 @@ def check_overlay_gate(view: StackView, _config: None) -> Iterator[Finding]:
             f"(gpushare defaults to {pins.chart_version(names.KARPENTER_CHART)})",
         )
     gate = karpenter.get("values", "settings", "featureGates", "nodeOverlay")
-    if gate is not True and not (isinstance(gate, str) and gate in GATE_ON_TEXTS):
+    if not feature_gate_on(gate):
         yield finding(
             karpenter,
             "values.settings.featureGates.nodeOverlay",
