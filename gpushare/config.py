@@ -874,6 +874,14 @@ class AlertThresholdsConfig(_Model):
         le=120,
         description="HAMi scheduler or device-plugin monitor unreachable this long",
     )
+    headroom_unsatisfied_minutes: int = Field(
+        default=20,
+        alias="headroomUnsatisfiedMinutes",
+        ge=1,
+        le=1440,
+        description="A team's warm headroom (CapacityBuffer) not kept on existing nodes this long: longer than a GPU "
+        "node takes to launch and initialize, so Karpenter cannot refill it (pool limit, capacity, missing template)",
+    )
 
 
 # A Kubernetes Secret name (DNS-1123 subdomain) and data key (ConfigMap/Secret key rules).
