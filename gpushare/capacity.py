@@ -257,18 +257,31 @@ def pods_per_node(shape: PodShape, node: NodeShape, capacity: NodeCapacity | Non
 
 def cheapest_cover(options: Sequence[tuple[str, int, float]], pods: int) -> tuple[float, dict[str, int]] | None:
     """The cheapest whole nodes that together hold `pods` pods: options are (instance type, pods per node, cost per
-    node); None when no node holds one. Costs may be prices (what Karpenter minimizes) or NodePool limit units."""
+    node); None when no node holds one. Costs may be prices (what Karpenter minimizes) or NodePool limit units.
+
+    A min-cost cover by DP over the pod count. An optimum uses fewer than `b` nodes of any type but the one of the
+    lowest cost per pod (which holds `b` per node): `b` of another type hold what as many of the best type's do, at
+    no less cost. So all but a bounded remainder of a large count is filled with the best type first."""
     usable = [(name, per_node, cost) for name, per_node, cost in options if per_node > 0]
     if not usable:
         return None
-    best: list[tuple[float, dict[str, int]]] = [(0.0, {})]
-    for held in range(1, pods + 1):
-        choices = []
-        for name, per_node, cost in usable:
-            before_cost, before = best[max(0, held - per_node)]
-            choices.append((before_cost + cost, {**before, name: before.get(name, 0) + 1}))
-        best.append(min(choices, key=lambda choice: (choice[0], sorted(choice[1].items()))))
-    return best[pods]
+    best_name, best_size, best_cost = min(usable, key=lambda o: (o[2] / o[1], o[0]))
+    fixed = max(0, pods - best_size * (sum(size for _, size, _ in usable) + 1)) // best_size
+    rest = pods - fixed * best_size
+    cost = [0.0] + [float("inf")] * rest
+    choice = [-1] * (rest + 1)
+    for held in range(1, rest + 1):
+        for index, (_, per_node, node_cost) in enumerate(usable):
+            total = cost[max(0, held - per_node)] + node_cost
+            if total < cost[held]:
+                cost[held], choice[held] = total, index
+    nodes = {best_name: fixed} if fixed else {}
+    held = rest
+    while held > 0:
+        name, per_node, _ = usable[choice[held]]
+        nodes[name] = nodes.get(name, 0) + 1
+        held = max(0, held - per_node)
+    return cost[rest] + fixed * best_cost, nodes
 
 
 def quota_amounts(

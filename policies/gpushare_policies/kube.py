@@ -33,16 +33,6 @@ _SUFFIXES = {
 _QUANTITY = re.compile(r"^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)([a-zA-Z]{0,2})$")
 
 
-# The karpenter chart writes each settings.featureGates value into FEATURE_GATES as text (`NodeOverlay={{ value }}`),
-# which Karpenter parses with Go's strconv.ParseBool: these texts turn a gate on, as YAML's true does.
-GATE_ON_TEXTS = frozenset({"1", "t", "T", "true", "TRUE", "True"})
-
-
-def feature_gate_on(value: Any) -> bool:
-    """Whether a karpenter chart settings.featureGates value turns its gate on."""
-    return value is True or (isinstance(value, str) and value in GATE_ON_TEXTS)
-
-
 def quantity(value: Any) -> Decimal | None:
     """A Kubernetes quantity (`16`, `500m`, `64Gi`, `1e3`) as a number; None when it is not one."""
     match = _QUANTITY.match(str(value).strip())

@@ -3,10 +3,13 @@ the key and the limit), and config and policy pack sizing a buffer alike."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpushare import names
 from gpushare.capacity import (
@@ -88,6 +91,31 @@ def test_cheapest_cover_mixes_whole_nodes():
     assert cheapest_cover(options, 12) == (3.5, {"big": 1})
     assert cheapest_cover(options, 14) == (4.5, {"big": 1, "small": 1})
     assert cheapest_cover([("none", 0, 1.0)], 1) is None
+
+
+def _cheapest_by_every_mix(sizes: list[tuple[int, int]], pods: int) -> int:
+    """Reference: the least cost over every count of each type up to what alone would hold `pods`."""
+    ranges = [range(-(-pods // size) + 1) for size, _ in sizes]
+    return min(
+        sum(n * cost for n, (_, cost) in zip(counts, sizes, strict=True))
+        for counts in itertools.product(*ranges)
+        if sum(n * size for n, (size, _) in zip(counts, sizes, strict=True)) >= pods
+    )
+
+
+@given(st.lists(st.tuples(st.integers(1, 6), st.integers(1, 30)), min_size=1, max_size=3), st.integers(0, 40))
+@settings(max_examples=200, deadline=None, database=None, derandomize=True)
+def test_cheapest_cover_is_the_cheapest_mix_of_whole_nodes(sizes, pods):
+    options = [(f"type{i}", size, cost) for i, (size, cost) in enumerate(sizes)]
+    cost, nodes = cheapest_cover(options, pods) or (None, {})
+    assert cost == _cheapest_by_every_mix(sizes, pods)
+    held = {name: size for name, size, _ in options}
+    assert sum(held[name] * count for name, count in nodes.items()) >= pods
+
+
+def test_a_huge_count_is_filled_with_the_cheapest_type_per_pod():
+    cost, nodes = cheapest_cover([("small", 3, 1.0), ("big", 12, 3.5)], 2_000_000_000) or (0.0, {})
+    assert nodes["big"] >= 166_666_000 and cost == pytest.approx(166_666_667 * 3.5, rel=1e-6)
 
 
 def test_a_share_of_the_quota_counts_every_resource_the_pod_asks():

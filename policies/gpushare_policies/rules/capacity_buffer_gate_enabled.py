@@ -4,49 +4,29 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpushare import compat, names, pins
+from gpushare import compat, names
 
 from ..headroom import buffers
-from ..kube import feature_gate_on
-from ..rule import Finding, Rule, finding, finding_about
-from ..stack import StackView, version_of
+from ..karpenter import AlphaApi, api_findings
+from ..rule import Finding, Rule
+from ..stack import StackView
 
-MINIMUM = ".".join(str(part) for part in compat.KARPENTER_MIN_CAPACITY_BUFFER_VERSION)
-GATE_KEY = "values.settings.featureGates.capacityBuffer"
+BUFFERS = AlphaApi("CapacityBuffer", "capacityBuffer", compat.KARPENTER_MIN_CAPACITY_BUFFER_VERSION)
+MINIMUM = BUFFERS.first
 
 
 def check_buffer_gate(view: StackView, _config: None) -> Iterator[Finding]:
-    found = buffers(view)
+    found = [buffer.resource for buffer in buffers(view)]
     if not found:
         return
-    count = f"{len(found)} CapacityBuffer{'s' if len(found) > 1 else ''}"
-    karpenter = view.release(names.KARPENTER_CHART)
-    if karpenter is None:
-        yield finding_about(
-            found[0].resource,
-            f"the stack declares {count} but no `{names.KARPENTER_CHART}` Helm release to keep them",
-            f"deploy Karpenter {MINIMUM} or newer with {GATE_KEY.removeprefix('values.')}: true",
-        )
-        return
-    version = version_of(karpenter.get("version"))
-    if version is None or version < compat.KARPENTER_MIN_CAPACITY_BUFFER_VERSION:
-        yield finding(
-            karpenter,
-            "version",
-            karpenter.get("version"),
-            f"CapacityBuffer exists from Karpenter {MINIMUM}; older controllers keep no warm nodes for the {count}",
-            f"pin chart {MINIMUM} or newer (gpushare defaults to {pins.chart_version(names.KARPENTER_CHART)})",
-        )
-    gate = karpenter.get(*GATE_KEY.split("."))
-    if not feature_gate_on(gate):
-        yield finding(
-            karpenter,
-            GATE_KEY,
-            gate,
-            f"with the alpha gate off (its default) Karpenter never reads the {count}: no node is kept warm and the "
-            "teams' pods wait for a launch as before",
-            f"set {GATE_KEY}: true",
-        )
+    yield from api_findings(
+        view,
+        BUFFERS,
+        found,
+        f"older controllers keep no warm nodes for the {BUFFERS.count(found)}",
+        f"with the alpha gate off (its default) Karpenter never reads the {BUFFERS.count(found)}: no node is kept "
+        "warm and the teams' pods wait for a launch as before",
+    )
 
 
 RULE = Rule(

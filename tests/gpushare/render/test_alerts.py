@@ -31,3 +31,11 @@ def test_every_alert_has_promtool_fixtures_and_a_readme_runbook_line(prod):
 def test_metric_catalog_names_a_source_for_every_component():
     for component, entry in metrics.metric_catalog().items():
         assert entry["source"] and entry["version"] and entry["metrics"], component
+
+
+def test_headroom_alert_and_panel_only_with_headroom(dev, prod):
+    """Karpenter exports buffer metrics only with the gate on, which only headroom turns on."""
+    assert [a.name for a in alerts.headroom_alerts(prod)] == ["GpuHeadroomUnsatisfied"]
+    assert 'exported_namespace=~"inference"' in alerts.headroom_alerts(prod)[0].expr
+    assert alerts.headroom_alerts(dev) == [] and alerts.headroom_panels(dev) == []
+    assert [p.title for p in alerts.panels(prod)][-1] == alerts.headroom_panels(prod)[0].title
