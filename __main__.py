@@ -14,6 +14,7 @@ from pulumi.runtime.config import CONFIG, get_config_env
 from components.capacity import GpuCapacity, GpuCapacityArgs, PoolObjects
 from components.cluster import Cluster, ClusterArgs
 from components.hami import ChartArgs, Hami, MockDevicePlugin, MockDevicePluginArgs, NvidiaDevicePlugin
+from components.headroom import PoolHeadroom, WarmHeadroom, WarmHeadroomArgs
 from components.karpenter import Karpenter, KarpenterArgs
 from components.monitoring import Monitoring, MonitoringArgs
 from components.network import Network, NetworkArgs
@@ -24,6 +25,7 @@ from gpushare.errors import UserError
 from gpushare.loader import load_stack_config
 from gpushare.render import iam
 from gpushare.render.hami import mock_device_plugin_objects
+from gpushare.render.headroom import headroom_objects
 from gpushare.render.karpenter import ec2_node_class, node_overlays, node_pool, node_pool_delete_timeout
 from gpushare.render.monitoring import monitoring_objects, monitoring_releases
 from gpushare.render.stack import helm_releases
@@ -89,11 +91,11 @@ pools = [
     for pool in config.pools
 ]
 karpenter_objects = [*karpenter.releases, karpenter.node_class]
-GpuCapacity("gpu-capacity", GpuCapacityArgs(pools, cluster.provider, karpenter_objects, plugins))
+capacity = GpuCapacity("gpu-capacity", GpuCapacityArgs(pools, cluster.provider, karpenter_objects, plugins))
 teams = [TeamObjects(team.name, team_objects(config, team), team.namespace_access_role_arn) for team in config.teams]
 # Each team's access role may edit its own namespace only (the access scope), through this managed policy.
 team_access = partition.apply(lambda p: iam.eks_access_policy_arn(p, iam.TEAM_ACCESS_POLICY))
-Tenancy(
+tenancy = Tenancy(
     cluster_name,
     TenancyArgs(
         priority_classes(),
@@ -105,6 +107,16 @@ Tenancy(
         team_access,
     ),
 )
+buffers = [
+    PoolHeadroom(team.name, pool, template, buffer)
+    for index, team in enumerate(config.teams)
+    for pool, template, buffer in headroom_objects(config, index)
+]
+if buffers:
+    WarmHeadroom(
+        "warm-headroom",
+        WarmHeadroomArgs(buffers, cluster.provider, tenancy.namespaces, karpenter.releases, capacity.node_pools),
+    )
 if config.monitoring.enabled:
     # The scraped releases, and the EBS CSI driver the Prometheus volume claim needs until destroy deletes it.
     volume_driver_addon = [cluster.volume_driver] if cluster.volume_driver is not None else []

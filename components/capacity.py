@@ -39,12 +39,14 @@ class GpuCapacityArgs:
 
 
 class GpuCapacity(pulumi.ComponentResource):
-    node_pools: list[pulumi.CustomResource]
+    """Exposes each pool's NodePool by pool name: what a pool's warm headroom must go before on destroy."""
+
+    node_pools: dict[str, pulumi.CustomResource]
 
     def __init__(self, name: str, args: GpuCapacityArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpushare:index:GpuCapacity", name, None, opts)
         provider, karpenter = args.provider, args.karpenter_dependencies
-        self.node_pools = []
+        self.node_pools = {}
         for pool in args.pools:
             overlays = declare_all(pool.overlays, self, provider, karpenter)
             [pool_resource] = declare_all(
@@ -54,5 +56,5 @@ class GpuCapacity(pulumi.ComponentResource):
                 [*karpenter, *args.plugin_dependencies[pool.sharing], *overlays],
                 pulumi.CustomTimeouts(delete=pool.delete_timeout),
             )
-            self.node_pools.append(pool_resource)
+            self.node_pools[pool.name] = pool_resource
         self.register_outputs({"pools": [pool.name for pool in args.pools]})

@@ -17,6 +17,7 @@ _TYPED: dict[str, Callable[..., pulumi.CustomResource]] = {
     "ConfigMap": k8s.core.v1.ConfigMap,
     "ResourceQuota": k8s.core.v1.ResourceQuota,
     "LimitRange": k8s.core.v1.LimitRange,
+    "PodTemplate": k8s.core.v1.PodTemplate,
     "ServiceAccount": k8s.core.v1.ServiceAccount,
     "ClusterRole": k8s.rbac.v1.ClusterRole,
     "ClusterRoleBinding": k8s.rbac.v1.ClusterRoleBinding,

@@ -38,15 +38,21 @@ class TenancyArgs:
 
 
 class Tenancy(pulumi.ComponentResource):
+    """Exposes each team's Namespace by team name, for what else lives in it."""
+
+    namespaces: dict[str, pulumi.CustomResource]
+
     def __init__(self, name: str, args: TenancyArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpushare:index:Tenancy", name, None, opts)
         provider = args.provider
         after_cluster = pulumi.ResourceOptions(parent=self, depends_on=[args.eks_cluster])
         classes = declare_all(args.priority_classes, self, provider)
+        self.namespaces = {}
         for team in args.teams:
             namespace, *owned = team.objects
+            [self.namespaces[team.name]] = declare_all([namespace], self, provider)
             # The team's priority policy names a class: create the classes before anything can use them.
-            declare_all(owned, self, provider, [*declare_all([namespace], self, provider), *classes])
+            declare_all(owned, self, provider, [self.namespaces[team.name], *classes])
             if team.access_role_arn is None:
                 continue
             entry = aws.eks.AccessEntry(

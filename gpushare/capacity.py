@@ -170,3 +170,219 @@ def container_limits(
     if timeslice:
         limits[names.GPU_SHARED] = 1
     return limits
+
+
+# Warm headroom (teams[].headroom): what one warm pod asks, how many of them a node holds in Karpenter's view and in
+# the device plugin's, and what whole nodes the headroom keeps. The config checks, the renderers, the plan summary and
+# the policy pack (reading a CapacityBuffer's PodTemplate) all size buffers with these functions.
+
+
+def cpu_millis(text: str) -> int:
+    """A CPU quantity (`250m`, `2`, `0.5`) in millicores."""
+    return int(text[:-1]) if text.endswith("m") else round(float(text) * 1000)
+
+
+def memory_mib(text: str) -> int:
+    """A memory quantity in `Mi` or `Gi` (the forms a headroom shape takes) in MiB."""
+    return int(text[:-2]) * (1024 if text.endswith("Gi") else 1)
+
+
+@dataclass(frozen=True)
+class PodShape:
+    """One pod as its container asks: GPU resources in the units nodes register and ResourceQuota counts (a
+    container's request, once, whatever its vGPU count), CPU and memory."""
+
+    gpu: Mapping[str, int]
+    cpu_millis: int
+    memory_mib: int
+
+
+def headroom_pod_shape(
+    gpus: int, gpu_memory: int | None, gpu_cores: int | None, cpu: int, memory: int, sharing: str
+) -> PodShape:
+    """The pod a team's real pod becomes after admission, as a buffer's template must state it (virtual pods skip
+    admission): on HAMi pools HAMi's webhook adds `nvidia.com/gpucores: 100` to a container asking vGPUs without
+    gpumem or gpucores (HAMi 2.8.3 pkg/device/nvidia/device.go defaultExclusiveCoreIfNeeded); time-sliced pools
+    count replicas of nvidia.com/gpu.shared. `gpu_memory` is in registered units (MiB / memoryFactor)."""
+    if sharing == names.SHARING_TIMESLICE:
+        gpu = {names.GPU_SHARED: gpus}
+    elif sharing == names.SHARING_EXCLUSIVE:
+        gpu = {names.GPU: gpus}
+    else:
+        gpu = {names.GPU: gpus}
+        if gpu_memory is not None:
+            gpu[names.GPU_MEMORY] = gpu_memory
+        if gpu_cores is not None or gpu_memory is None:
+            gpu[names.GPU_CORES] = gpu_cores if gpu_cores is not None else 100
+    return PodShape(gpu, cpu, memory)
+
+
+@dataclass(frozen=True)
+class PodsPerNode:
+    """How many pods of one shape a node of one type holds: `counted` as Karpenter counts them from the node's summed
+    capacity (overlays for HAMi and time-sliced pools), `placed` as the device plugin places them (HAMi: each vGPU on
+    one GPU, the vGPUs of a container on GPUs of their own). CPU and memory bound both by the type's capacity
+    (Karpenter subtracts the kubelet's reservations and daemonsets first, so a CPU- or memory-bound shape fits a
+    little less)."""
+
+    instance_type: str
+    counted: int
+    placed: int
+
+    @property
+    def fragments(self) -> bool:
+        """Karpenter would count warm room on this node that HAMi cannot use."""
+        return self.counted > self.placed
+
+
+def pods_per_node(shape: PodShape, node: NodeShape, capacity: NodeCapacity | None, vcpu: int, mib: int) -> PodsPerNode:
+    """`node` is what Karpenter sees of one instance type of the pool, `capacity` what HAMi registers per GPU on it
+    (None off HAMi pools, where the kubelet's own resources leave nothing to disagree on); `vcpu` and `mib` the type's
+    CPU and memory."""
+    bounds = [vcpu * 1000 // max(shape.cpu_millis, 1), mib // max(shape.memory_mib, 1)]
+    counted = min(bounds + [node.resources.get(r, 0) // amount for r, amount in shape.gpu.items() if amount > 0])
+    vgpus = shape.gpu.get(names.GPU, 0)
+    if capacity is None or vgpus == 0:
+        return PodsPerNode(node.instance_type, counted, counted)
+    per_gpu = capacity.vgpus // capacity.gpus
+    memory = shape.gpu.get(names.GPU_MEMORY, 0)
+    if memory:
+        per_gpu = min(per_gpu, capacity.vgpu_max_memory_mib // capacity.memory_factor // memory)
+    cores = shape.gpu.get(names.GPU_CORES, 0)
+    if cores:
+        per_gpu = min(per_gpu, capacity.gpu_cores // capacity.gpus // cores)
+    placed = capacity.gpus * per_gpu // vgpus if vgpus <= capacity.gpus else 0
+    return PodsPerNode(node.instance_type, counted, min([placed, *bounds]))
+
+
+def cheapest_cover(options: Sequence[tuple[str, int, float]], pods: int) -> tuple[float, dict[str, int]] | None:
+    """The cheapest whole nodes that together hold `pods` pods: options are (instance type, pods per node, cost per
+    node); None when no node holds one. Costs may be prices (what Karpenter minimizes) or NodePool limit units.
+
+    A min-cost cover by DP over the pod count. An optimum uses fewer than `b` nodes of any type but the one of the
+    lowest cost per pod (which holds `b` per node): `b` of another type hold what as many of the best type's do, at
+    no less cost. So all but a bounded remainder of a large count is filled with the best type first."""
+    usable = [(name, per_node, cost) for name, per_node, cost in options if per_node > 0]
+    if not usable:
+        return None
+    best_name, best_size, best_cost = min(usable, key=lambda o: (o[2] / o[1], o[0]))
+    fixed = max(0, pods - best_size * (sum(size for _, size, _ in usable) + 1)) // best_size
+    rest = pods - fixed * best_size
+    cost = [0.0] + [float("inf")] * rest
+    choice = [-1] * (rest + 1)
+    for held in range(1, rest + 1):
+        for index, (_, per_node, node_cost) in enumerate(usable):
+            total = cost[max(0, held - per_node)] + node_cost
+            if total < cost[held]:
+                cost[held], choice[held] = total, index
+    nodes = {best_name: fixed} if fixed else {}
+    held = rest
+    while held > 0:
+        name, per_node, _ = usable[choice[held]]
+        nodes[name] = nodes.get(name, 0) + 1
+        held = max(0, held - per_node)
+    return cost[rest] + fixed * best_cost, nodes
+
+
+def quota_amounts(
+    gpus: int, gpu_memory_mib: int, gpu_cores: int, shared_gpus: int, memory_factor: int
+) -> dict[str, int]:
+    """A team quota by resource name, in the units its ResourceQuota states (gpumem in registered units)."""
+    return {
+        names.GPU: gpus,
+        names.GPU_MEMORY: gpu_memory_mib // memory_factor,
+        names.GPU_CORES: gpu_cores,
+        names.GPU_SHARED: shared_gpus,
+    }
+
+
+def pods_within_share(quota: Mapping[str, int], percent: int, shape: PodShape) -> int:
+    """How many pods of the shape `percent` of the quota holds, on every quota resource the shape asks."""
+    return min(quota.get(resource, 0) * percent // 100 // amount for resource, amount in shape.gpu.items() if amount)
+
+
+@dataclass(frozen=True)
+class Headroom:
+    """One team's warm pods on one pool, resolved from teams[].headroom and its perPool override: the size key the
+    team wrote (for messages) and the pod shape after admission."""
+
+    team: str
+    pool: str
+    pods: int
+    shape: PodShape
+    size_key: str
+
+
+def team_headroom(config: StackConfig, team_index: int) -> list[Headroom]:
+    """The team's headroom per pool, in the order written; pools not of the stack are skipped (config refuses them),
+    and a quotaPercent too small for one pod resolves to 0 pods (config refuses that too)."""
+    team = config.teams[team_index]
+    headroom = team.headroom
+    if headroom is None:
+        return []
+    by_name = {pool.name: pool for pool in config.pools}
+    factor = config.hami.profile.memory_factor
+    quota = quota_amounts(
+        team.quota.gpus, team.quota.gpu_memory_mib, team.quota.gpu_cores, team.quota.shared_gpus, factor
+    )
+    resolved = []
+    for pool_name in headroom.pools or team.pools[:1]:
+        pool = by_name.get(pool_name)
+        if pool is None:
+            continue
+        override = headroom.per_pool.get(pool_name)
+        key = f"teams[{team_index}].headroom"
+        spec = headroom.shape
+        pods, percent, size_key = (
+            headroom.pods,
+            headroom.quota_percent,
+            f"{key}.{'pods' if headroom.pods else 'quotaPercent'}",
+        )
+        if override is not None:
+            spec = override.shape or spec
+            if override.pods is not None or override.quota_percent is not None:
+                pods, percent = override.pods, override.quota_percent
+                size_key = f"{key}.perPool.{pool_name}.{'pods' if override.pods else 'quotaPercent'}"
+        memory = spec.gpu_memory_mib // factor if spec.gpu_memory_mib is not None else None
+        shape = headroom_pod_shape(
+            spec.gpus, memory, spec.gpu_cores, cpu_millis(spec.cpu), memory_mib(spec.memory), pool.sharing
+        )
+        if pods is None:
+            pods = pods_within_share(quota, percent or 0, shape)
+        resolved.append(Headroom(team.name, pool_name, pods, shape, size_key))
+    return resolved
+
+
+def stack_headroom(config: StackConfig) -> list[Headroom]:
+    """Every team's headroom, teams in config order."""
+    return [h for i in range(len(config.teams)) for h in team_headroom(config, i)]
+
+
+def headroom_fits(config: StackConfig, headroom: Headroom) -> list[PodsPerNode]:
+    """Pods per node of each instance type of the headroom's pool."""
+    plan = pool_plans(config)[headroom.pool]
+    catalog = load_catalog()
+    capacities = {c.instance_type: c for c in plan.capacities}
+    fits = []
+    for node in plan.nodes:
+        itype = catalog.instance_type(node.instance_type)
+        fits.append(
+            pods_per_node(headroom.shape, node, capacities.get(node.instance_type), itype.vcpu, itype.memory_mib)
+        )
+    return fits
+
+
+def limit_units_needed(plan: PoolPlan, fits: Sequence[PodsPerNode], pods: int) -> int | None:
+    """The fewest units of the pool's limit resource whole nodes holding `pods` warm pods take (NodePool limits count
+    a node's whole capacity, not what its pods ask); None when no node of the pool holds one."""
+    units = {node.instance_type: node.resources[plan.limit_resource] for node in plan.nodes}
+    cover = cheapest_cover([(f.instance_type, f.placed, units[f.instance_type]) for f in fits], pods)
+    return None if cover is None else int(cover[0])
+
+
+def headroom_nodes(fits: Sequence[PodsPerNode], pods: int) -> tuple[float, dict[str, int]] | None:
+    """The cheapest whole nodes (on-demand prices of the catalog) that keep `pods` warm pods: what Karpenter launches
+    for the buffer alone, and what it costs per hour."""
+    catalog = load_catalog()
+    options = [(f.instance_type, f.placed, catalog.instance_type(f.instance_type).on_demand_usd_per_hour) for f in fits]
+    return cheapest_cover(options, pods)

@@ -106,6 +106,10 @@ KPS_COMPONENTS_EKS_HIDES: Final = {
 
 # Karpenter: NodeOverlay exists from 1.7.0, behind the NodeOverlay gate (karpenter.sh/docs/concepts/nodeoverlays).
 KARPENTER_MIN_OVERLAY_VERSION: Final = (1, 7, 0)
+# CapacityBuffer (autoscaling.x-k8s.io/v1beta1, gate CapacityBuffer, chart key settings.featureGates.capacityBuffer)
+# exists from Karpenter 1.14.0 (kubernetes-sigs/karpenter #3028 and #3129, both in v1.14.0; chart
+# charts/karpenter/templates/deployment.yaml renders FEATURE_GATES `...,CapacityBuffer=<value>` from 1.14.0).
+KARPENTER_MIN_CAPACITY_BUFFER_VERSION: Final = (1, 14, 0)
 
 # MutatingAdmissionPolicy is GA (admissionregistration.k8s.io/v1, on by default) from Kubernetes 1.36
 # (KEP-3962 kep.yaml: alpha 1.32, beta 1.34 behind a gate EKS cannot set, stable 1.36).

@@ -637,6 +637,116 @@ class QuotaConfig(_Model):
     )
 
 
+# What a team namespace's LimitRange gives a container that states no CPU or memory request (render/tenancy.py): a
+# warm pod of the team's headroom asks the same unless its shape says otherwise.
+CONTAINER_DEFAULT_CPU = "250m"
+CONTAINER_DEFAULT_MEMORY = "512Mi"
+
+
+class HeadroomShapeConfig(_Model):
+    """One warm pod as the team's real pod asks for it, per container: vGPUs sized in GPU memory and cores on HAMi
+    pools, whole GPUs on exclusive pools, one replica on time-sliced pools; CPU and memory on every pool."""
+
+    gpus: int = Field(
+        default=1,
+        ge=1,
+        le=16,
+        description="nvidia.com/gpu per pod: vGPUs on HAMi pools (each on a GPU of its own), whole GPUs on exclusive "
+        "pools; nvidia.com/gpu.shared replicas on time-sliced pools (1 there)",
+    )
+    gpu_memory_mib: int | None = Field(
+        default=None,
+        alias="gpuMemoryMib",
+        ge=1,
+        description="HAMi pools: nvidia.com/gpumem per vGPU, in MiB; unset, each vGPU takes a whole GPU (HAMi's "
+        "webhook then adds nvidia.com/gpucores: 100, and so does the template)",
+    )
+    gpu_cores: int | None = Field(
+        default=None,
+        alias="gpuCores",
+        ge=1,
+        le=100,
+        description="HAMi pools: nvidia.com/gpucores per vGPU, percent of one GPU; below 100 only with gpuMemoryMib",
+    )
+    cpu: str = Field(
+        default=CONTAINER_DEFAULT_CPU,
+        pattern=r"^([1-9][0-9]*m|[1-9][0-9]*(\.[0-9]{1,3})?|0\.[0-9]{0,2}[1-9])$",
+        description="CPU request per pod, e.g. `500m` or `2` (default: what the team's LimitRange gives a container)",
+    )
+    memory: str = Field(
+        default=CONTAINER_DEFAULT_MEMORY,
+        pattern=r"^[1-9][0-9]*(Mi|Gi)$",
+        description="Memory request per pod, e.g. `8Gi` (default: what the team's LimitRange gives a container)",
+    )
+
+    @model_validator(mode="after")
+    def _memory_karpenter_can_see(self) -> HeadroomShapeConfig:
+        if self.gpu_cores is not None and self.gpu_cores < 100 and self.gpu_memory_mib is None:
+            raise_at(
+                [
+                    (
+                        ("gpuCores",),
+                        f"{self.gpu_cores} without gpuMemoryMib: HAMi gives such a vGPU a whole GPU's memory, which "
+                        "Karpenter cannot see, so it would count more warm pods per node than HAMi places; allowed: "
+                        "gpuMemoryMib with it, or gpuCores 100",
+                    )
+                ]
+            )
+        return self
+
+
+class HeadroomOverrideConfig(_Model):
+    """What one pool keeps warm instead of the team's headroom: each key set here replaces the team's."""
+
+    pods: int | None = Field(default=None, ge=1, le=1000, description="Warm pods on this pool")
+    quota_percent: int | None = Field(
+        default=None, alias="quotaPercent", ge=1, le=100, description="Warm pods on this pool, as a share of the quota"
+    )
+    shape: HeadroomShapeConfig | None = Field(default=None, description="The warm pod on this pool")
+
+    @model_validator(mode="after")
+    def _one_size(self) -> HeadroomOverrideConfig:
+        if self.pods is not None and self.quota_percent is not None:
+            raise_at([(("quotaPercent",), f"{self.quota_percent} and pods {self.pods} both set; allowed: one of them")])
+        return self
+
+
+class HeadroomConfig(_Model):
+    """Warm GPU capacity for the team (a Karpenter CapacityBuffer per pool, alpha gate CapacityBuffer): Karpenter keeps
+    Ready nodes with room for this many pods of this shape on top of what the team runs, and refills the room as real
+    pods take it. Nothing charges the team's quota for it; the nodes bill while they wait."""
+
+    pods: int | None = Field(default=None, ge=1, le=1000, description="Warm pods of the shape; or quotaPercent")
+    quota_percent: int | None = Field(
+        default=None,
+        alias="quotaPercent",
+        ge=1,
+        le=100,
+        description="Warm pods as a share of the team's quota: as many pods of the shape as this percent of each quota "
+        "key the shape asks holds (rounded down, at least one); or pods",
+    )
+    shape: HeadroomShapeConfig = Field(description="The warm pod, as the team's real pods ask")
+    pools: tuple[str, ...] = Field(
+        default=(),
+        description="The team's pools that keep the headroom, one CapacityBuffer each (default: the team's only pool; "
+        "required when it has several)",
+    )
+    per_pool: dict[str, HeadroomOverrideConfig] = Field(
+        default={},
+        alias="perPool",
+        description="Pool name -> pods, quotaPercent or shape replacing the team's for that pool (one of `pools`)",
+    )
+
+    _pools_once = field_validator("pools")(_unique)
+
+    @model_validator(mode="after")
+    def _one_size(self) -> HeadroomConfig:
+        if (self.pods is None) == (self.quota_percent is None):
+            given = "both" if self.pods is not None else "neither"
+            raise_at([(("pods",), f"{given} of pods and quotaPercent set; allowed: exactly one of them")])
+        return self
+
+
 class TeamConfig(_Model):
     """One team: a namespace with GPU quotas on the pools it may use."""
 
@@ -667,6 +777,10 @@ class TeamConfig(_Model):
         default=False,
         alias="spotOnly",
         description="batch teams: admission pins the team's GPU pods to spot capacity (every pool must offer spot)",
+    )
+    headroom: HeadroomConfig | None = Field(
+        default=None,
+        description='Warm GPU capacity Karpenter keeps ready for the team\'s pods (README "Warm GPU headroom")',
     )
 
     # A pool listed twice would count twice toward what the team's quota may ask.
@@ -758,6 +872,14 @@ class AlertThresholdsConfig(_Model):
         ge=1,
         le=120,
         description="HAMi scheduler or device-plugin monitor unreachable this long",
+    )
+    headroom_unsatisfied_minutes: int = Field(
+        default=20,
+        alias="headroomUnsatisfiedMinutes",
+        ge=1,
+        le=1440,
+        description="A team's warm headroom (CapacityBuffer) not kept on existing nodes this long: longer than a GPU "
+        "node takes to launch and initialize, so Karpenter cannot refill it (pool limit, capacity, missing template)",
     )
 
 

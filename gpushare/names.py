@@ -31,6 +31,9 @@ SHARING_TIMESLICE: Final = "timeslice"
 # Nodes of exclusive and time-sliced pools: the one label the NVIDIA device plugin's nodeSelector asks for.
 NVIDIA_PLUGIN_NODE_LABEL: Final = ("gpushare.io/device-plugin", "nvidia")
 
+# The scheduler name HAMi's chart runs its scheduler under (values `schedulerName`), which its webhook writes into
+# every pod it admits with a vGPU request.
+HAMI_SCHEDULER_NAME: Final = "hami-scheduler"
 # HAMi's admission webhook moves every pod asking for nvidia.com/gpu to hami-scheduler, which cannot place
 # pods on exclusive (non-HAMi) nodes; this label on a pod or namespace makes the webhook skip it.
 HAMI_WEBHOOK_IGNORE: Final = ("hami.io/webhook", "ignore")
@@ -48,6 +51,12 @@ KARPENTER_API: Final = "karpenter.sh/v1"
 NODE_OVERLAY_API: Final = "karpenter.sh/v1alpha1"
 EC2_NODE_CLASS_API: Final = "karpenter.k8s.aws/v1"
 EC2_NODE_CLASS_GROUP: Final = "karpenter.k8s.aws"
+# Karpenter's CapacityBuffer (served only as v1beta1 by the CRD Karpenter 1.14+ ships, whatever its docs say) and
+# the one provisioning strategy Karpenter implements.
+CAPACITY_BUFFER_API: Final = "autoscaling.x-k8s.io/v1beta1"
+ACTIVE_CAPACITY_STRATEGY: Final = "buffer.x-k8s.io/active-capacity"
+# A team's warm-headroom PodTemplate and CapacityBuffer in its namespace: `gpushare-headroom-<pool>`.
+HEADROOM_PREFIX: Final = "gpushare-headroom-"
 GPU_NODE_CLASS: Final = "gpu"
 
 # Team namespaces: the team label, and the pools the team may use (so policies can weigh its quota).

@@ -80,6 +80,7 @@ def test_karpenter_objects_depend_on_both_releases(plans, stack):
         by_type(plan, "kubernetes:karpenter.sh/v1:NodePool")
         + by_type(plan, "kubernetes:karpenter.sh/v1alpha1:NodeOverlay")
         + by_type(plan, "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass")
+        + by_type(plan, "kubernetes:autoscaling.x-k8s.io/v1beta1:CapacityBuffer")
     )
     assert objects
     for obj in objects:
@@ -98,6 +99,29 @@ def test_node_pools_depend_on_node_class_overlays_and_their_device_plugin(plans)
     exclusive = set(one(plan, "kubernetes:karpenter.sh/v1:NodePool", "nodepool-training")["dependencies"])
     assert {node_class, nvidia} <= exclusive
     assert hami not in exclusive
+
+
+def test_warm_headroom_follows_its_template_namespace_and_node_pool(plans):
+    """Created after, deleted before: the team namespace (its template), both Karpenter releases and its pool's
+    NodePool, so destroy never leaves a buffer to a controller or pool that is gone."""
+    plan = plans["prod"]
+    template = one(plan, "kubernetes:core/v1:PodTemplate", "podtemplate-inference-gpushare-headroom-g5-shared")
+    assert urn(plan, "kubernetes:core/v1:Namespace", "namespace-inference") in template["dependencies"]
+    buffer = one(
+        plan,
+        "kubernetes:autoscaling.x-k8s.io/v1beta1:CapacityBuffer",
+        "capacitybuffer-inference-gpushare-headroom-g5-shared",
+    )
+    assert {
+        template["urn"],
+        urn(plan, "kubernetes:helm.sh/v3:Release", "karpenter"),
+        urn(plan, "kubernetes:helm.sh/v3:Release", "karpenter-crd"),
+        urn(plan, "kubernetes:karpenter.sh/v1:NodePool", "nodepool-g5-shared"),
+    } <= set(buffer["dependencies"])
+    assert buffer["inputs"]["spec"]["podTemplateRef"] == {"name": template["inputs"]["metadata"]["name"]}
+    karpenter = one(plan, "kubernetes:helm.sh/v3:Release", "karpenter")["inputs"]["values"]["settings"]
+    assert karpenter["featureGates"] == {"nodeOverlay": True, "capacityBuffer": True}
+    assert not by_type(plans["dev"], "kubernetes:autoscaling.x-k8s.io/v1beta1:CapacityBuffer")
 
 
 def test_karpenter_controller_waits_for_its_iam_queue_and_nodes(plans):

@@ -125,6 +125,9 @@ def field_rows(key: str, field: FieldInfo) -> list[Row]:
     head = [(key, "object", "none", "", field.description or "")] if field.default is None else []
     if get_origin(field.annotation) in (tuple, list):
         key += "[]"
+    if get_origin(field.annotation) is dict:  # a map of objects: its keys are names (perPool.<pool>)
+        head = [(key, "map", default_text(field), "", field.description or "")]
+        key += ".<name>"
     return head + [
         row for name, sub in nested[0].model_fields.items() for row in field_rows(f"{key}.{sub.alias or name}", sub)
     ]

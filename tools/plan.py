@@ -21,7 +21,8 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from gpushare.capacity import pool_plans
+from gpushare import names
+from gpushare.capacity import PodShape, headroom_fits, headroom_nodes, pool_plans, stack_headroom
 from gpushare.catalog import load_catalog
 from gpushare.config import StackConfig
 from gpushare.errors import UserError
@@ -98,9 +99,61 @@ def write_plan(plan: dict[str, Any], folder: Path) -> None:
     staging.rename(folder)
 
 
+def _table(rows: list[tuple[str, ...]]) -> list[str]:
+    """Left-aligned columns, a rule under the header."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows]
+    lines.insert(1, "  ".join("-" * width for width in widths))
+    return lines
+
+
+def pod_text(shape: PodShape) -> str:
+    """`1 vGPU 7676 MiB 33% + 1 CPU 4096 MiB`: what one warm pod asks."""
+    gpu = shape.gpu
+    if names.GPU_SHARED in gpu:
+        parts = [f"{gpu[names.GPU_SHARED]} replica"]
+    else:
+        parts = [f"{gpu[names.GPU]} {'vGPU' if names.GPU_CORES in gpu else 'GPU'}"]
+        parts += [f"{gpu[names.GPU_MEMORY]} MiB"] if names.GPU_MEMORY in gpu else []
+        parts += [f"{gpu[names.GPU_CORES]}%"] if names.GPU_CORES in gpu else []
+    cpu = shape.cpu_millis / 1000
+    return f"{' '.join(parts)} + {cpu:g} CPU {shape.memory_mib} MiB"
+
+
+def headroom_summary(config: StackConfig) -> list[str]:
+    """Per team and pool: the warm pods, the cheapest whole nodes that keep them (what Karpenter launches for the
+    buffer alone) and what those cost while they wait; nothing when no team keeps headroom."""
+    rows: list[tuple[str, ...]] = [("team", "pool", "warm pods", "each", "nodes kept", "USD/h", "USD/day")]
+    for headroom in stack_headroom(config):
+        cover = headroom_nodes(headroom_fits(config, headroom), headroom.pods)
+        if cover is None:
+            continue  # config refuses headroom no node holds
+        price, nodes = cover
+        kept = ", ".join(f"{count} x {name}" for name, count in sorted(nodes.items()))
+        rows.append(
+            (
+                headroom.team,
+                headroom.pool,
+                str(headroom.pods),
+                pod_text(headroom.shape),
+                kept,
+                f"{price:.3f}",
+                f"{price * 24:.2f}",
+            )
+        )
+    if len(rows) == 1:
+        return []
+    return [
+        "",
+        "warm headroom (CapacityBuffers; at these prices): no team quota is charged for it, its nodes bill while they "
+        "wait",
+        *_table(rows),
+    ]
+
+
 def summary(config: StackConfig) -> str:
     """Per pool and instance type: what one node offers (shares: vGPUs or time-sliced replicas), how many the
-    limit admits, what it costs."""
+    limit admits, what it costs; then each team's warm headroom and what its nodes cost."""
     catalog = load_catalog()
     header = ("pool", "sharing", "instance type", "GPUs", "shares", "gpumem MiB", "gpucores", "nodes", "USD/node-h")
     rows: list[tuple[str, ...]] = [header]
@@ -123,9 +176,7 @@ def summary(config: StackConfig) -> str:
                     f"{itype.on_demand_usd_per_hour:.3f}",
                 )
             )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows]
-    lines.insert(1, "  ".join("-" * width for width in widths))
+    lines = _table(rows)
     prices = catalog.prices
     lines.append(
         f"prices: {prices.region} {prices.capacity_type}, {prices.date}; nodes = how many the pool limit admits"
@@ -136,7 +187,7 @@ def summary(config: StackConfig) -> str:
             f"HAMi pools: pods request nvidia.com/gpumem, and team quotas count it, in units of {factor} MiB "
             f"(memoryFactor {factor}); a node registers gpumem MiB / {factor}"
         )
-    return "\n".join(lines)
+    return "\n".join(lines + headroom_summary(config))
 
 
 def main(argv: list[str] | None = None) -> int:

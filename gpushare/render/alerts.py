@@ -118,6 +118,47 @@ def _hami_quota_use(config: StackConfig) -> str:
     return f'label_replace({ratio}, "resource", "limits.$1", "quota_name", "(.+)")'
 
 
+def _headroom_teams(config: StackConfig) -> str:
+    return "|".join(team.name for team in config.teams if team.headroom is not None)
+
+
+def _buffer_condition(config: StackConfig, metric: str, selector: str) -> str:
+    """A CapacityBuffer condition metric of the teams that keep headroom, by team namespace.
+
+    Karpenter exports `operator_capacitybuffer_status_condition_*` per buffer with the CapacityBuffer gate on
+    (kubernetes-sigs/karpenter v1.15.0 pkg/controllers/controllers.go, awslabs/operatorpkg status/metrics.go:
+    labels namespace, name, type, status, reason); scraped through Karpenter's Service the buffer's `namespace`
+    arrives as `exported_namespace`, as for karpenter_pods_provisioning_unbound_time_seconds."""
+    series = f'{metric}{{{selector}, exported_namespace=~"{_headroom_teams(config)}"}}'
+    return f'label_replace({series}, "namespace", "$1", "exported_namespace", "(.+)")'
+
+
+def headroom_alerts(config: StackConfig) -> list[Alert]:
+    """Warm headroom no existing node keeps: Karpenter writes Provisioning=False (RequiresNewCapacity while it
+    launches, or for good when the pool limit or capacity stops it; NotReadyForProvisioning when the template is
+    gone) and True once every warm pod fits an existing node. None without headroom."""
+    if not _headroom_teams(config):
+        return []
+    minutes = config.monitoring.alerts.headroom_unsatisfied_minutes
+    unsatisfied = _buffer_condition(
+        config, "operator_capacitybuffer_status_condition_current_status_seconds", 'type="Provisioning", status="False"'
+    )
+    return [
+        Alert(
+            "GpuHeadroomUnsatisfied",
+            f"max by (namespace, name, reason) ({unsatisfied}) > {minutes * 60}",
+            0,
+            f"Warm headroom {{{{ $labels.namespace }}}}/{{{{ $labels.name }}}} not kept for {minutes} minutes "
+            "({{ $labels.reason }})",
+            "kubectl -n TEAM describe capacitybuffer NAME: RequiresNewCapacity this long means Karpenter cannot "
+            "launch the nodes (the pool's maxGpus used up, often by other teams' quotas, see "
+            "capacity-buffer-beside-quotas; no capacity for its types; or GpuNodeClaimNotInitialized); "
+            "NotReadyForProvisioning means its PodTemplate is gone. The team's pods wait for a node launch until it "
+            "is kept again",
+        )
+    ]
+
+
 def alerts(config: StackConfig) -> list[Alert]:
     """The GPU alerts, thresholds from config; README "Seeing your GPUs" has a runbook line for each."""
     t = config.monitoring.alerts
@@ -197,6 +238,7 @@ def alerts(config: StackConfig) -> list[Alert]:
             "kubectl -n kube-system get pods -l app.kubernetes.io/component=hami-device-plugin -o wide; a GPU "
             "node without it registers no vGPUs",
         ),
+        *headroom_alerts(config),
     ]
 
 
@@ -305,6 +347,31 @@ def panels(config: StackConfig) -> list[Panel]:
             "short",
             (("{{namespace}}", f"count by (namespace) ({_pending_gpu_pods()})"),),
         ),
+        *headroom_panels(config),
+    ]
+
+
+def headroom_panels(config: StackConfig) -> list[Panel]:
+    """Per team, its CapacityBuffers by state: kept (every warm pod fits an existing node), in use (real pods took
+    the room, or nodes are launching: Provisioning=False RequiresNewCapacity) and broken (the template cannot be
+    resolved). Karpenter exports no replica counts: `make plan` says how many pods each buffer keeps."""
+    if not _headroom_teams(config):
+        return []
+    count = "operator_capacitybuffer_status_condition_count"
+    states = (
+        ("kept", 'type="Provisioning", status="True"'),
+        ("in use, refilling", 'type="Provisioning", status="False", reason="RequiresNewCapacity"'),
+        ("broken", 'type="ReadyForProvisioning", status="False"'),
+    )
+    return [
+        Panel(
+            "Warm headroom per team: CapacityBuffers kept, in use, broken",
+            "short",
+            tuple(
+                (f"{{{{namespace}}}} {state}", f"sum by (namespace) ({_buffer_condition(config, count, selector)})")
+                for state, selector in states
+            ),
+        )
     ]
 
 

@@ -78,7 +78,7 @@ def hami_values(config: StackConfig) -> dict[str, Any]:
     """Values with the key names of the pinned chart version; the sharing profile lives in the device config."""
     hami = config.hami
     values = {
-        "schedulerName": "hami-scheduler",
+        "schedulerName": names.HAMI_SCHEDULER_NAME,
         "resourceName": names.GPU,
         "resourceMem": names.GPU_MEMORY,
         "resourceCores": names.GPU_CORES,

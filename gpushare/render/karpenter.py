@@ -169,12 +169,17 @@ def ec2_node_class(config: StackConfig) -> dict[str, Any]:
 
 
 def karpenter_values(config: StackConfig) -> dict[str, Any]:
-    """Controller chart values: the NodeOverlay gate must be on or every overlay is silently ignored."""
+    """Controller chart values: the NodeOverlay gate must be on or every overlay is silently ignored; the alpha
+    CapacityBuffer gate only when some team keeps warm headroom (chart key settings.featureGates.capacityBuffer,
+    rendered into FEATURE_GATES as `CapacityBuffer=<value>`)."""
+    gates = {"nodeOverlay": True}
+    if any(team.headroom is not None for team in config.teams):
+        gates["capacityBuffer"] = True
     values = {
         "settings": {
             "clusterName": config.cluster.name,
             "interruptionQueue": interruption_queue_name(config.cluster.name),
-            "featureGates": {"nodeOverlay": True},
+            "featureGates": gates,
         },
         "serviceAccount": {"name": names.KARPENTER_SERVICE_ACCOUNT},
         "replicas": 2,

@@ -15,7 +15,7 @@ from typing import Any
 
 from gpushare import compat, names
 from gpushare.capacity import container_limits, pool_plans
-from gpushare.config import Priority, StackConfig, TeamConfig
+from gpushare.config import CONTAINER_DEFAULT_CPU, CONTAINER_DEFAULT_MEMORY, Priority, StackConfig, TeamConfig
 
 ADMISSION_API = "admissionregistration.k8s.io/v1"
 # Resources a HAMi pod asks for (the names HAMi's chart values resourceName/resourceMem/... register).
@@ -99,7 +99,14 @@ def team_objects(config: StackConfig, team: TeamConfig) -> list[dict[str, Any]]:
             "metadata": {**owned, "name": f"{team.name}-defaults"},
             # Default requests only: a `max` on an extended resource would become every container's default
             # limit, making each pod in the namespace ask for a GPU.
-            "spec": {"limits": [{"type": "Container", "defaultRequest": {"cpu": "250m", "memory": "512Mi"}}]},
+            "spec": {
+                "limits": [
+                    {
+                        "type": "Container",
+                        "defaultRequest": {"cpu": CONTAINER_DEFAULT_CPU, "memory": CONTAINER_DEFAULT_MEMORY},
+                    }
+                ]
+            },
         },
         *mutating_policies(config, team),
         *per_gpu_limit_policy(config, team),

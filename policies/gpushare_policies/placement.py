@@ -22,12 +22,13 @@ from .hami import dra_enabled, is_hami_pool
 from .kube import Pool, describe_requirement, pools, requirement_matches, tolerates
 from .stack import EKS_MANAGED_NODE_GROUP, EKS_NODE_GROUP, NODE_POOL, Resource, StackView, version_of
 
-NVIDIA, HAMI, MOCK, DCGM = "nvidia", "hami", "mock", "dcgm"
+NVIDIA, HAMI, MOCK, DCGM, POD = "nvidia", "hami", "mock", "dcgm", "pod"
 WHAT = {
     NVIDIA: "NVIDIA's device plugin",
     HAMI: "HAMi's device plugin",
     MOCK: "the mock device plugin",
     DCGM: "the GPU exporter",
+    POD: "its pods",
 }
 # The node label that keeps each DaemonSet on its own pools: gpushare gives it to exactly those pools.
 OWN_LABEL = {
@@ -226,6 +227,11 @@ def _from_fields(
         tolerations=_tolerations(_at(fields, "tolerations")),
         off=off,
     )
+
+
+def pod_placement(resource: Resource, prefix: str, spec: Any) -> Placement:
+    """Where pods of a pod spec land (a PodTemplate's, whose pods Karpenter simulates for a CapacityBuffer)."""
+    return _from_fields(POD, resource, prefix, spec)
 
 
 def gpu_daemonsets(view: StackView) -> list[Placement]:

@@ -4,13 +4,15 @@ team uses."""
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
 from decimal import Decimal
 
 from gpushare import names
+from gpushare.capacity import NodeShape, PodShape, PodsPerNode, cheapest_cover, pods_per_node
 from gpushare.catalog import CatalogError, load_catalog
 
 from .hami import Hami, expected_capacity, is_hami_pool
-from .kube import Pool, pools
+from .kube import Pool, pools, quantity
 from .nvidia import NvidiaPlugin
 from .stack import Resource, StackView
 
@@ -76,3 +78,50 @@ def pools_of_team(view: StackView, namespace: Resource) -> list[Pool]:
     by_name = view.memo("pools-by-name", lambda: _pools_by_name(view))
     wanted = sorted({name.strip() for name in listed.split(",")})
     return [pool for name in wanted for pool in by_name.get(name, ())]
+
+
+@dataclass(frozen=True)
+class PoolView:
+    """A pool as the pack sizes it: the resource its limit counts, the limit, and per instance type what Karpenter
+    sees of a node and (HAMi pools) what HAMi registers per GPU."""
+
+    pool: Pool
+    counted: str
+    limit: int
+    nodes: tuple[NodeShape, ...]
+    hami: Hami | None
+
+    def fits(self, shape: PodShape) -> list[PodsPerNode]:
+        """Pods of the shape per node of each type, by the domain function the config check uses."""
+        catalog = load_catalog()
+        found = []
+        for node in self.nodes:
+            itype = catalog.instance_type(node.instance_type)
+            capacity = expected_capacity(self.hami, node.instance_type) if self.hami is not None else None
+            per_gpu = capacity if capacity is not None and not isinstance(capacity, str) else None
+            found.append(pods_per_node(shape, node, per_gpu, itype.vcpu, itype.memory_mib))
+        return found
+
+    def units_needed(self, shape: PodShape, pods: int) -> int | None:
+        """The fewest units of the limit whole nodes holding `pods` warm pods take; None when no node holds one."""
+        units = {node.instance_type: node.resources.get(self.counted, 0) for node in self.nodes}
+        cover = cheapest_cover([(f.instance_type, f.placed, units[f.instance_type]) for f in self.fits(shape)], pods)
+        return None if cover is None else int(cover[0])
+
+
+def pool_view(view: StackView, pool: Pool) -> PoolView | None:
+    """The pool sized as the config sizes it (None: no limit on its counted resource, or a type or sharing profile
+    gpushare cannot size; other rules say why)."""
+    sliced = pool_slicing(view, pool)
+    counted = sliced[0] if sliced else names.GPU
+    limit = quantity(pool.limits.get(counted)) if counted in pool.limits else None
+    if limit is None:
+        return None
+    hami = sharing_hami(view, Hami.of(view), pool)
+    nodes = []
+    for instance_type in pool.instance_types or ():
+        node = {key: int(amount) for key, (amount, _unit) in per_node(hami, instance_type, sliced).items()}
+        if not node or (hami is not None and names.GPU_MEMORY not in node):
+            return None
+        nodes.append(NodeShape(instance_type, node))
+    return PoolView(pool, counted, int(limit), tuple(nodes), hami)

@@ -15,6 +15,7 @@ from gpushare import names
 from gpushare.errors import UserError
 
 from .stack import (
+    CAPACITY_BUFFER,
     DAEMON_SET,
     EC2_NODE_CLASS,
     EKS_CLUSTER,
@@ -24,6 +25,7 @@ from .stack import (
     NAMESPACE,
     NODE_OVERLAY,
     NODE_POOL,
+    POD_TEMPLATE,
     RESOURCE_QUOTA,
     UNKNOWN,
     Resource,
@@ -218,6 +220,32 @@ SHAPES: Final[dict[str, dict[str, str]]] = {
         )
     },
     RESOURCE_QUOTA: {**_TEMPLATE, "spec": "obj", "spec.hard": "obj", "spec.hard.*": "scalar"},
+    POD_TEMPLATE: {
+        **_TEMPLATE,
+        "metadata.namespace": "str",
+        "template": "obj",
+        "template.spec": "obj",
+        "template.spec.nodeSelector": "obj",
+        "template.spec.nodeSelector.*": "scalar",
+        "template.spec.tolerations[]": "obj",
+        "template.spec.affinity": "obj",
+        "template.spec.containers[]": "obj",
+        "template.spec.containers[].resources": "obj",
+        "template.spec.containers[].resources.requests": "obj",
+        "template.spec.containers[].resources.requests.*": "scalar",
+        "template.spec.containers[].resources.limits": "obj",
+        "template.spec.containers[].resources.limits.*": "scalar",
+    },
+    CAPACITY_BUFFER: {
+        **_TEMPLATE,
+        "metadata.namespace": "str",
+        "spec": "obj",
+        "spec.podTemplateRef": "obj",
+        "spec.podTemplateRef.name": "str",
+        "spec.replicas": "int",
+        "spec.limits": "obj",
+        "spec.limits.*": "scalar",
+    },
     EKS_COMPONENT: {"publicAccessCidrs[]": "str", "tags": "obj"},
     EKS_CLUSTER: {"vpcConfig": "obj", "vpcConfig.publicAccessCidrs[]": "str"},
 }

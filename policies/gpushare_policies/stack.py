@@ -37,6 +37,8 @@ NAMESPACE = "kubernetes:core/v1:Namespace"
 CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
 RESOURCE_QUOTA = "kubernetes:core/v1:ResourceQuota"
 LIMIT_RANGE = "kubernetes:core/v1:LimitRange"
+POD_TEMPLATE = "kubernetes:core/v1:PodTemplate"
+CAPACITY_BUFFER = f"kubernetes:{names.CAPACITY_BUFFER_API}:CapacityBuffer"
 # pulumi-eks is a component: offline (under mocks) it has no children and its inputs are what we see; in a
 # real preview its child aws:eks/cluster:Cluster carries the settings and the component only its outputs.
 EKS_COMPONENT = "eks:index:Cluster"

@@ -10,7 +10,7 @@ import pytest
 from tests.conftest import ROOT
 
 
-@pytest.mark.parametrize("component", ["capacity", "tenancy"])
+@pytest.mark.parametrize("component", ["capacity", "tenancy", "headroom"])
 def test_component_imports_neither_config_nor_renderer(component):
     tree = ast.parse((ROOT / "components" / f"{component}.py").read_text())
     imported = [node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)]

@@ -47,6 +47,8 @@ PROD_IMAGES = {
     ("hami-webui", "image.frontend"),
     ("hami-webui", "image.backend"),
     ("daemonset-kube-system-hami-mock-device-plugin", "spec.template.spec.containers[0].image"),
+    # Never pulled (Karpenter only simulates the warm pods), mirrored like every image the stack names.
+    ("podtemplate-inference-gpushare-headroom-g5-shared", "template.spec.containers[0].image"),
 }
 
 
@@ -166,6 +168,7 @@ def test_without_mirrors_the_stack_sets_only_its_own_images(stack):
         "scheduler.patch.image",
         "scheduler.patch.imageNew",
         "spec.template.spec.containers[0].image",
+        "template.spec.containers[0].image",
     }
     assert refs["daemonset-kube-system-hami-mock-device-plugin", "spec.template.spec.containers[0].image"] == (
         pins.image(compat.MOCK_IMAGE_REPOSITORY)

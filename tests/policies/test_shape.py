@@ -30,13 +30,14 @@ def _wrong(value: Any) -> Any:
     return "x" if isinstance(value, (dict, list)) else []
 
 
-def test_every_node_of_the_dev_plan_replaced_by_a_wrong_type(plans):
-    """Each input field of each resource, one at a time: findings or MalformedStack, nothing else."""
-    resources = plans["dev"]["resources"]
-    config, _ = policy_config_for("dev", None)
+def _refusals_of_wrong_types(plan: dict[str, Any], stack: str, indexes: list[int]) -> int:
+    """Each input field of the resources at `indexes`, one at a time, replaced by a wrong type: findings or one line
+    of MalformedStack, nothing else; how many were refused."""
+    resources = plan["resources"]
+    config, _ = policy_config_for(stack, None)
     refused = 0
-    for index, resource in enumerate(resources):
-        for path in _paths(resource["inputs"]):
+    for index in indexes:
+        for path in _paths(resources[index]["inputs"]):
             mutated = copy.deepcopy(resources)
             parent = mutated[index]["inputs"]
             for step in path[:-1]:
@@ -47,6 +48,11 @@ def test_every_node_of_the_dev_plan_replaced_by_a_wrong_type(plans):
             except MalformedStack as error:
                 refused += 1
                 assert "\n" not in str(error)
+    return refused
+
+
+def test_every_node_of_the_dev_plan_replaced_by_a_wrong_type(plans):
+    refused = _refusals_of_wrong_types(plans["dev"], "dev", list(range(len(plans["dev"]["resources"]))))
     assert refused > 100  # the shapes cover what the rules read, not nothing
 
 
@@ -82,3 +88,11 @@ def test_overlay_fields(plans, path, value, fragment):
     with pytest.raises(MalformedStack, match="NodeOverlay") as caught:
         check(resources, policy_config_for("dev", None)[0], PLAN_DATE)
     assert fragment in str(caught.value)
+
+
+def test_every_node_of_the_prod_warm_headroom_replaced_by_a_wrong_type(plans):
+    """dev keeps no headroom: prod's PodTemplate and CapacityBuffer, field by field."""
+    resources = plans["prod"]["resources"]
+    headroom = [i for i, r in enumerate(resources) if r["type"].endswith((":PodTemplate", ":CapacityBuffer"))]
+    assert len(headroom) == 2
+    assert _refusals_of_wrong_types(plans["prod"], "prod", headroom) > 10

@@ -33,6 +33,14 @@ def test_plan_prints_capacity_and_cost_summary(plans):
     assert "prices: us-east-1 on-demand, 2026-07-20" in out
 
 
+def test_plan_prints_what_each_teams_warm_headroom_costs(plans):
+    """prod keeps two inference pods warm on g5-shared: one g5.xlarge holds three of them."""
+    out = plans["prod"]["_stdout"]
+    assert "warm headroom (CapacityBuffers; at these prices): no team quota is charged for it" in out
+    assert "inference  g5-shared  2          1 vGPU 7676 MiB 33% + 1 CPU 4096 MiB  1 x g5.xlarge  1.006  24.14" in out
+    assert "warm headroom" not in plans["dev"]["_stdout"]
+
+
 def test_same_input_same_output(plans, tmp_path):
     assert run_plan(ROOT / "Pulumi.dev.yaml", tmp_path).returncode == 0
     first = plans["dev"]["_folder"]

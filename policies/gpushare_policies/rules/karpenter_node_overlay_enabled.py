@@ -4,56 +4,28 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpushare import compat, names, pins
+from gpushare import compat, names
 
-from ..rule import Finding, Rule, finding, finding_about
-from ..stack import NODE_OVERLAY, StackView, version_of
+from ..karpenter import AlphaApi, api_findings
+from ..rule import Finding, Rule
+from ..stack import NODE_OVERLAY, StackView
 
-
-def _dotted(version: tuple[int, ...]) -> str:
-    return ".".join(str(part) for part in version)
-
-
-MINIMUM = _dotted(compat.KARPENTER_MIN_OVERLAY_VERSION)
-# The chart writes the value into FEATURE_GATES as text (`NodeOverlay={{ value }}`), which Karpenter reads with
-# Go's strconv.ParseBool: these texts turn the gate on, as YAML's true does.
-GATE_ON_TEXTS = frozenset({"1", "t", "T", "true", "TRUE", "True"})
+NODE_OVERLAYS = AlphaApi("NodeOverlay", "nodeOverlay", compat.KARPENTER_MIN_OVERLAY_VERSION)
+MINIMUM = NODE_OVERLAYS.first
 
 
 def check_overlay_gate(view: StackView, _config: None) -> Iterator[Finding]:
     overlays = sorted(view.of_type(NODE_OVERLAY), key=lambda r: r.object_name)
     if not overlays:
         return
-    karpenter = view.release(names.KARPENTER_CHART)
-    if karpenter is None:
-        yield finding_about(
-            overlays[0],
-            f"the stack declares {len(overlays)} NodeOverlays but no `{names.KARPENTER_CHART}` Helm release to read "
-            "them",
-            f"deploy Karpenter {MINIMUM} or newer with the NodeOverlay gate on",
-        )
-        return
-    version = version_of(karpenter.get("version"))
-    if version is None or version < compat.KARPENTER_MIN_OVERLAY_VERSION:
-        yield finding(
-            karpenter,
-            "version",
-            karpenter.get("version"),
-            f"NodeOverlay exists from Karpenter {_dotted(compat.KARPENTER_MIN_OVERLAY_VERSION)}; older controllers "
-            f"ignore the {len(overlays)} overlays and cannot see HAMi's resources",
-            f"pin chart {_dotted(compat.KARPENTER_MIN_OVERLAY_VERSION)} or newer "
-            f"(gpushare defaults to {pins.chart_version(names.KARPENTER_CHART)})",
-        )
-    gate = karpenter.get("values", "settings", "featureGates", "nodeOverlay")
-    if gate is not True and not (isinstance(gate, str) and gate in GATE_ON_TEXTS):
-        yield finding(
-            karpenter,
-            "values.settings.featureGates.nodeOverlay",
-            gate,
-            f"with the gate off Karpenter silently ignores all {len(overlays)} NodeOverlays, cannot see HAMi's "
-            "resources and answers 'no instance type has enough resources'",
-            "set values.settings.featureGates.nodeOverlay: true",
-        )
+    yield from api_findings(
+        view,
+        NODE_OVERLAYS,
+        overlays,
+        f"older controllers ignore the {len(overlays)} overlays and cannot see HAMi's resources",
+        f"with the gate off Karpenter silently ignores all {len(overlays)} NodeOverlays, cannot see HAMi's resources "
+        "and answers 'no instance type has enough resources'",
+    )
 
 
 RULE = Rule(

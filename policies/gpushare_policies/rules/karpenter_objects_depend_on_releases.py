@@ -1,4 +1,5 @@
-"""Karpenter objects depend on the Karpenter releases, so destroy removes them before their controller."""
+"""Karpenter objects (CapacityBuffers too) depend on the Karpenter releases, so destroy removes them before their
+controller."""
 
 from __future__ import annotations
 
@@ -7,11 +8,11 @@ from collections.abc import Iterator
 from gpushare import names
 
 from ..rule import Finding, Rule, finding_about
-from ..stack import EC2_NODE_CLASS, NODE_OVERLAY, NODE_POOL, StackView, sorted_by_name
+from ..stack import CAPACITY_BUFFER, EC2_NODE_CLASS, NODE_OVERLAY, NODE_POOL, StackView, sorted_by_name
 
 
 def check_destroy_order(view: StackView, _config: None) -> Iterator[Finding]:
-    objects = [r for token in (NODE_POOL, NODE_OVERLAY, EC2_NODE_CLASS) for r in view.of_type(token)]
+    objects = [r for token in (NODE_POOL, NODE_OVERLAY, EC2_NODE_CLASS, CAPACITY_BUFFER) for r in view.of_type(token)]
     if not objects:
         return
     for chart in (names.KARPENTER_CRD_CHART, names.KARPENTER_CHART):
@@ -31,15 +32,16 @@ def check_destroy_order(view: StackView, _config: None) -> Iterator[Finding]:
                         obj,
                         f"does not depend on {release.label}: `pulumi destroy` may delete the controller or its CRDs "
                         "first and leave GPU instances running with nothing to drain them",
-                        "create it with depends_on on the Karpenter releases (gpushare's GpuCapacity does)",
+                        "create it with depends_on on the Karpenter releases (gpushare's GpuCapacity and WarmHeadroom "
+                        "do)",
                     )
 
 
 RULE = Rule(
     name="karpenter-objects-depend-on-releases",
     order=11,
-    description=f"Every NodePool, NodeOverlay and EC2NodeClass depends on the {names.KARPENTER_CRD_CHART} and "
-    f"{names.KARPENTER_CHART} Helm releases.",
+    description=f"Every NodePool, NodeOverlay, EC2NodeClass and CapacityBuffer depends on the "
+    f"{names.KARPENTER_CRD_CHART} and {names.KARPENTER_CHART} Helm releases.",
     why="Destroy runs in reverse dependency order: without the dependency the controller and its IAM can go "
     "first and GPU instances keep running (and billing) with nothing to remove them.",
     remediation="Create Karpenter objects with depends_on on both Karpenter releases.",

@@ -5,40 +5,27 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpushare import names
-from gpushare.capacity import QUOTA_RESOURCES, NodeShape, supply, total_supply
+from gpushare.capacity import QUOTA_RESOURCES, supply, total_supply
 
-from ..hami import Hami
 from ..kube import Pool, quantity, quotas_in
-from ..pools import per_node, pool_slicing, pools_of_team, sharing_hami
+from ..pools import pool_view, pools_of_team
 from ..rule import Finding, Rule, finding
 from ..stack import NAMESPACE, StackView, sorted_by_name
 
 
-def _pool_supply(view: StackView, hami: Hami | None, pool: Pool) -> dict[str, int] | None:
+def _pool_supply(view: StackView, pool: Pool) -> dict[str, int] | None:
     """What a pool can ever provide within its limits, by the domain function the config check uses (None:
     unlimited, or a type gpushare cannot size)."""
-    sliced = pool_slicing(view, pool)
-    counted = sliced[0] if sliced else names.GPU
-    limit = quantity(pool.limits.get(counted)) if counted in pool.limits else None
-    if limit is None:
-        return None
-    pool_hami = sharing_hami(view, hami, pool)
-    shapes = []
-    for instance_type in pool.instance_types or ():
-        node = {key: int(amount) for key, (amount, _unit) in per_node(pool_hami, instance_type, sliced).items()}
-        if not node or (pool_hami is not None and names.GPU_MEMORY not in node):
-            return None  # a type or sharing profile gpushare cannot size: other rules say why
-        shapes.append(NodeShape(instance_type, node))
-    return supply(shapes, int(limit), counted)
+    sized = pool_view(view, pool)
+    return None if sized is None else supply(sized.nodes, sized.limit, sized.counted)
 
 
 def check_quota_fits(view: StackView, _config: None) -> Iterator[Finding]:
-    hami = Hami.of(view)
     for namespace in sorted_by_name(view.of_type(NAMESPACE)):
         if names.TEAM_LABEL not in (namespace.get("metadata", "labels") or {}):
             continue
         team_pools = pools_of_team(view, namespace)
-        supplies = [_pool_supply(view, hami, pool) for pool in team_pools]
+        supplies = [_pool_supply(view, pool) for pool in team_pools]
         if not supplies or None in supplies:
             continue
         can_supply = total_supply(s for s in supplies if s is not None)

@@ -42,3 +42,11 @@ def test_team_quota_alert_weighs_hamis_charge_against_its_limit_in_mib(prod_raw)
     assert '(hami_resource_quota_limit{quota_name="nvidia.com/gpumem"} * 6)' in quota
     assert 'hami_resource_quota_limit{quota_name="nvidia.com/gpucores"})' in quota
     assert 'hami_resource_quota_used{namespace=~"ml-research|inference|analytics"}' in quota
+
+
+def test_headroom_alert_and_panel_only_with_headroom(dev, prod):
+    """Karpenter exports buffer metrics only with the gate on, which only headroom turns on."""
+    assert [a.name for a in alerts.headroom_alerts(prod)] == ["GpuHeadroomUnsatisfied"]
+    assert 'exported_namespace=~"inference"' in alerts.headroom_alerts(prod)[0].expr
+    assert alerts.headroom_alerts(dev) == [] and alerts.headroom_panels(dev) == []
+    assert [p.title for p in alerts.panels(prod)][-1] == alerts.headroom_panels(prod)[0].title
