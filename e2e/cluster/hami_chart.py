@@ -123,16 +123,25 @@ class HamiRelease:
         return (self.resource_name, self.resource_mem, self.resource_cores, self.resource_mem_percentage)
 
     @property
+    def _nvidia(self) -> dict[str, Any]:
+        """The device config's `nvidia` section: HAMi's scheduler and device plugin read the sharing profile here."""
+        return dict(self.device_config()["nvidia"])
+
+    @property
     def split_count(self) -> int:
-        return int(self.values["devicePlugin"]["deviceSplitCount"])
+        return int(self._nvidia["deviceSplitCount"])
 
     @property
     def memory_scaling(self) -> float:
-        return float(self.values["devicePlugin"]["deviceMemoryScaling"])
+        return float(self._nvidia["deviceMemoryScaling"])
 
     @property
     def core_scaling(self) -> float:
-        return float(self.values["devicePlugin"]["deviceCoreScaling"])
+        return float(self._nvidia["deviceCoreScaling"])
+
+    @property
+    def memory_factor(self) -> int:
+        return int(self._nvidia.get("memoryFactor", 1))
 
     @property
     def fullname(self) -> str:

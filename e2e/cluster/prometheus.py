@@ -50,6 +50,7 @@ def hami_scrape(plan: Plan, release: HamiRelease) -> dict[str, Any]:
     return {
         "job_name": f"{release.fullname}-scheduler",
         "metrics_path": endpoint.get("path", "/metrics"),
+        "honor_labels": bool(endpoint.get("honorLabels", False)),
         "static_configs": [{"targets": [f"127.0.0.1:{release.service_target_port(endpoint['port'])}"]}],
     }
 

@@ -177,15 +177,14 @@ class Rig:
             ],
         )
 
-    def start_karpenter(self, instance_types: Path, node_overlay_gate: str) -> None:
-        """Karpenter with the NodeOverlay gate as the stack's chart values set it (`node_overlay_gate` is the
-        text the chart writes into FEATURE_GATES)."""
+    def start_karpenter(self, instance_types: Path, gates: dict[str, str]) -> None:
+        """Karpenter with the feature gates the stack's chart values set (e2e.cluster.stack.feature_gates)."""
         self._start(
             "karpenter",
             [
                 self.binary("karpenter-kwok"),
                 "--disable-leader-election",
-                f"--feature-gates=NodeOverlay={node_overlay_gate}",
+                "--feature-gates=" + ",".join(f"{gate}={value}" for gate, value in gates.items()),
                 "--log-level=debug",
             ],
             env={

@@ -74,11 +74,15 @@ class Plan:
         }
 
 
-def node_overlay_gate(plan: Plan) -> str:
-    """The NodeOverlay gate as the karpenter chart renders it into FEATURE_GATES (`NodeOverlay={{ value }}`:
-    YAML true becomes `true`), from the plan's karpenter values."""
-    value = plan.helm_values[names.KARPENTER_RELEASE].get("settings", {}).get("featureGates", {}).get("nodeOverlay")
-    return str(value).lower() if isinstance(value, bool) else str(value)
+def feature_gates(plan: Plan) -> dict[str, str]:
+    """Karpenter's feature gates as its chart renders them into FEATURE_GATES from the plan's karpenter values
+    (`settings.featureGates.nodeOverlay: true` becomes `NodeOverlay=true`: the gate's name is the key capitalized,
+    YAML true is written `true`)."""
+    gates = plan.helm_values[names.KARPENTER_RELEASE].get("settings", {}).get("featureGates", {})
+    return {
+        key[0].upper() + key[1:]: str(value).lower() if isinstance(value, bool) else str(value)
+        for key, value in sorted(gates.items())
+    }
 
 
 def write_plan(stack: str, out: Path, stack_file: Path | None = None) -> Path:

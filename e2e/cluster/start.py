@@ -29,7 +29,7 @@ from e2e.cluster.instance_types import kwok_instance_types
 from e2e.cluster.kubectl import Kubectl, KubectlError
 from e2e.cluster.node_agent import RIG_STACK_LABEL, NodeAgent
 from e2e.cluster.rig import Rig, wait_for
-from e2e.cluster.stack import Plan, node_overlay_gate
+from e2e.cluster.stack import Plan, feature_gates
 from e2e.cluster.tenants import Tenant
 from e2e.cluster.workloads import Context, install_running_stack
 from gpushare import names
@@ -69,12 +69,11 @@ class Cluster:
         nvidia_values = plan.helm_values.get(names.NVIDIA_PLUGIN_RELEASE)
         nvidia = NvidiaPluginConfig.from_values(nvidia_values) if nvidia_values is not None else None
         say("starting HAMi's scheduler extender and webhook, and its kube-scheduler")
-        device_configs = _write_device_configs(rig, self.plans, self.running)
-        _start_hami(rig, kubectl, hami, device_configs[self.running].hami)
+        _start_hami(rig, kubectl, hami, self._device_configs(self.running).hami)
         catalog = load_catalog()
 
         def start_hami_node(node: str, itype: InstanceType, labels: dict[str, str]) -> None:
-            _start_hami_node(rig, device_configs[labels.get(RIG_STACK_LABEL, self.running)], node, itype)
+            _start_hami_node(rig, self._device_configs(labels.get(RIG_STACK_LABEL, self.running)), node, itype)
 
         zeroed = (*hami.resource_names, names.GPU_SHARED)
         self.agent = NodeAgent(rig.api, catalog, zeroed, start_hami_node, nvidia)
@@ -103,15 +102,27 @@ class Cluster:
         instance_types = self.work / "instance-types.json"
         instance_types.write_text(json.dumps(kwok_instance_types(ctx.catalog), indent=1))
         rig.start_kwok()
-        gate = node_overlay_gate(ctx.plan)
-        rig.start_karpenter(instance_types, gate)
-        ctx.restart_karpenter = lambda gate_text: _restart_karpenter(rig, instance_types, gate_text)
-        ctx.stack_gate = gate
+        gates = feature_gates(ctx.plan)
+        rig.start_karpenter(instance_types, gates)
+        ctx.restart_karpenter = lambda changed: _restart_karpenter(rig, instance_types, {**gates, **changed})
         rig.start_prometheus(prometheus.write_config(self.work, ctx.hami, ctx.plan))
         wait_for("Prometheus scraping Karpenter", prometheus.scraping_karpenter, 90, interval_s=1)
         hami_job = f"{ctx.hami.fullname}-scheduler"
         wait_for("Prometheus scraping HAMi's scheduler", lambda: prometheus.scraping(hami_job), 90, interval_s=1)
         ctx.agent.start()
+
+    def _device_configs(self, stack: str) -> DeviceConfigs:
+        """The device configs the stack's HAMi release and its mock DaemonSet render, written on first use (the
+        running stack's HAMi config is the one HAMi's scheduler reads; a scenario may add a plan of its own)."""
+        directory = self.rig.hami_dir / stack
+        configs = DeviceConfigs(directory / "device-config.yaml", directory / "mock-device-config.yaml")
+        if not configs.mock.exists():
+            plan = self.plans[stack]
+            release = HamiRelease.from_values(plan.helm_values[names.HAMI_RELEASE])
+            directory.mkdir(parents=True, exist_ok=True)
+            configs.hami.write_text(yaml.safe_dump(release.device_config()))
+            configs.mock.write_text(mock_device_config(plan, release))
+        return configs
 
     def stop(self, keep_logs: Path) -> None:
         """Stop every process this cluster started; their logs are kept in `keep_logs` (which GPU HAMi chose, why a
@@ -133,9 +144,9 @@ def _apply_crds(rig: Rig, kubectl: Kubectl) -> None:
     kubectl.run("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
 
 
-def _restart_karpenter(rig: Rig, instance_types: Path, gate: str) -> None:
+def _restart_karpenter(rig: Rig, instance_types: Path, gates: dict[str, str]) -> None:
     rig.stop_process("karpenter")
-    rig.start_karpenter(instance_types, gate)
+    rig.start_karpenter(instance_types, gates)
     wait_for("Karpenter serving metrics again", prometheus.scraping_karpenter, 90, interval_s=1)
 
 
@@ -184,22 +195,6 @@ def mock_device_config(plan: Plan, release: HamiRelease) -> str:
     if name == f"{release.fullname}-scheduler-device":
         return yaml.safe_dump(release.device_config())
     raise RigError(f"the mock device plugin of {plan.stack} mounts ConfigMap {namespace}/{name}, which nothing renders")
-
-
-def _write_device_configs(rig: Rig, plans: dict[str, Plan], running: str) -> dict[str, DeviceConfigs]:
-    """Stack -> the device configs its HAMi release and its mock DaemonSet render (the running stack's HAMi config is
-    the one HAMi's scheduler reads)."""
-    configs = {}
-    rig.hami_dir.mkdir(parents=True, exist_ok=True)
-    for stack, plan in plans.items():
-        release = HamiRelease.from_values(plan.helm_values[names.HAMI_RELEASE])
-        suffix = "" if stack == running else f"-{stack}"
-        configs[stack] = DeviceConfigs(
-            rig.hami_dir / f"device-config{suffix}.yaml", rig.hami_dir / f"mock-device-config{suffix}.yaml"
-        )
-        configs[stack].hami.write_text(yaml.safe_dump(release.device_config()))
-        configs[stack].mock.write_text(mock_device_config(plan, release))
-    return configs
 
 
 def _start_hami_node(rig: Rig, configs: DeviceConfigs, node: str, itype: InstanceType) -> None:

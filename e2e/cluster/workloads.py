@@ -46,9 +46,8 @@ class Context:
     tenant: Tenant = STACK
     changes: Changes | None = None
     waited: dict[str, float] = field(default_factory=dict)
-    # Set once Karpenter runs: restart it with another NodeOverlay gate text, and the stack's own.
-    restart_karpenter: Callable[[str], None] = lambda _gate: None
-    stack_gate: str = "true"
+    # Set once Karpenter runs: restart it with some of the stack's feature gates changed (none: the stack's own).
+    restart_karpenter: Callable[[dict[str, str]], None] = lambda _changed: None
 
     @property
     def plan(self) -> Plan:

@@ -30,6 +30,9 @@ from e2e.suites.monitoring import (
 from gpushare import names
 from gpushare.render.alerts import FREE_GPU_MEMORY
 
+# HAMi 2.10 scheduler metric FREE_GPU_MEMORY starts from (cmd/scheduler/metrics.go; labels node, device_uuid...).
+GPU_MEMORY_LIMIT = "hami_gpu_memory_limit_bytes"
+
 POLICY_ANNOTATIONS = ("hami.io/node-scheduler-policy", "hami.io/gpu-scheduler-policy")
 MULTI_GPU_TYPE = "g5.12xlarge"
 SEED_POLICY_POOL = "g5-shared"
@@ -229,9 +232,9 @@ def _free_gpu_memory_mib(nodes: set[str]) -> dict[str, float]:
     """On the busiest of `nodes`, the GPU memory HAMi's metrics show free: summed over its GPUs (what Karpenter
     counts) and on its emptiest GPU (what HAMi can place)."""
     selected = "|".join(sorted(nodes))
-    free = FREE_GPU_MEMORY.replace("GPUDeviceMemoryLimit", f'GPUDeviceMemoryLimit{{nodeid=~"{selected}"}}')
+    free = FREE_GPU_MEMORY.replace(GPU_MEMORY_LIMIT, f'{GPU_MEMORY_LIMIT}{{node=~"{selected}"}}', 1)
     return {
-        legend: max(float(s["value"][1]) for s in prometheus.query(f"{how} by (nodeid) ({free})")) / 2**20
+        legend: max(float(s["value"][1]) for s in prometheus.query(f"{how} by (node) ({free})")) / 2**20
         for legend, how in (("summed_mib", "sum"), ("largest_on_one_gpu_mib", "max"))
     }
 

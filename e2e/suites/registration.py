@@ -39,6 +39,7 @@ def _registration_nodes(ctx: Context) -> list[tuple[dict[str, Any], dict[str, in
             deviceSplitCount=release.split_count,
             deviceMemoryScaling=release.memory_scaling,
             deviceCoreScaling=release.core_scaling,
+            memoryFactor=release.memory_factor,
         )
         overlays = {
             (o["metadata"]["labels"][names.POOL_LABEL], *requirement(o["spec"], names.INSTANCE_TYPE_LABEL)): o
@@ -141,7 +142,7 @@ def gate_off(ctx: Context) -> Result:
     pool = team_pool(ctx, team)
     deployment = gpu_deployment(ctx, "gate-off", team, pool, 1, {"cores": 50, "mem_mib": 4096})
     needle = NO_INSTANCE_TYPE
-    ctx.restart_karpenter("false")
+    ctx.restart_karpenter({"NodeOverlay": "false"})
     try:
         ctx.kubectl.apply([deployment])
         seconds = wait(
@@ -154,7 +155,7 @@ def gate_off(ctx: Context) -> Result:
             raise ScenarioFailure(f"Karpenter launched {len(nodeclaims(ctx))} NodeClaims with the gate off")
     finally:
         ctx.kubectl.delete([deployment])
-        ctx.restart_karpenter(ctx.stack_gate)
+        ctx.restart_karpenter({})
     return Result(
         "gate-off",
         True,

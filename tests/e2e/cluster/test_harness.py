@@ -20,9 +20,9 @@ from e2e.cluster.stack import (
     Plan,
     budget_duration,
     daily_window,
+    feature_gates,
     for_rig,
     load_plan,
-    node_overlay_gate,
     write_plan,
 )
 from e2e.suites.report import UPSTREAM_MODULES, versions
@@ -249,4 +249,10 @@ def test_every_binary_is_built_from_a_pinned_module() -> None:
 @pytest.mark.parametrize(("value", "text"), [(True, "true"), (False, "false"), ("true", "true")])
 def test_rig_karpenter_gets_the_gate_text_the_chart_renders(value, text) -> None:
     plan = Plan("dev", (), {"karpenter": {"settings": {"featureGates": {"nodeOverlay": value}}}})
-    assert node_overlay_gate(plan) == text
+    assert feature_gates(plan) == {"NodeOverlay": text}
+
+
+def test_rig_karpenter_gets_every_gate_the_stack_sets(_plans: None) -> None:
+    """prod keeps warm headroom: its values turn the CapacityBuffer gate on beside NodeOverlay."""
+    assert feature_gates(load_plan("prod", PLANS["prod"])) == {"CapacityBuffer": "true", "NodeOverlay": "true"}
+    assert feature_gates(load_plan("dev", PLANS["dev"])).get("CapacityBuffer", "false") == "false"

@@ -1,10 +1,12 @@
 // Builds Karpenter core with its kwok cloud provider for the offline cluster (make e2e), and writes the
-// KWOKNodeClass CRD that ships embedded in sigs.k8s.io/karpenter/kwok/apis.
+// KWOKNodeClass and CapacityBuffer CRDs embedded in sigs.k8s.io/karpenter (kwok/apis, pkg/apis).
 module gpushare.local/e2e/tools/karpenter
 
 go 1.26.9
 
 require (
+	github.com/awslabs/operatorpkg v0.0.0-20261002163259-5e8ed3699dea
+	k8s.io/apiextensions-apiserver v0.36.0
 	sigs.k8s.io/karpenter v1.15.0
 	sigs.k8s.io/yaml v1.6.0
 )
@@ -13,7 +15,6 @@ require (
 	cel.dev/expr v0.25.1 // indirect
 	github.com/Pallinder/go-randomdata v1.2.0 // indirect
 	github.com/antlr4-go/antlr/v4 v4.13.0 // indirect
-	github.com/awslabs/operatorpkg v0.0.0-20261002163259-5e8ed3699dea // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/blang/semver/v4 v4.0.0 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
@@ -80,7 +81,6 @@ require (
 	gopkg.in/evanphx/json-patch.v4 v4.13.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	k8s.io/api v0.36.1 // indirect
-	k8s.io/apiextensions-apiserver v0.36.0 // indirect
 	k8s.io/apimachinery v0.36.1 // indirect
 	k8s.io/apiserver v0.36.0 // indirect
 	k8s.io/autoscaler/vertical-pod-autoscaler v1.7.0 // indirect
