@@ -85,6 +85,7 @@ FACT_MODULES = frozenset(
         "eks",
         "metrics",
         "karpenter_api",
+        "tiers",
     }
 )
 

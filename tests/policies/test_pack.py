@@ -65,6 +65,7 @@ EXPECTED = [
     ("monitoring-uis-not-exposed", "mandatory"),
     ("monitoring-storage-class-exists", "mandatory"),
     ("monitoring-skips-eks-control-plane", "mandatory"),
+    ("priority-tiers-keep-their-promise", "mandatory"),
 ]
 
 
