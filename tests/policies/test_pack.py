@@ -66,6 +66,7 @@ EXPECTED = [
     ("monitoring-storage-class-exists", "mandatory"),
     ("monitoring-skips-eks-control-plane", "mandatory"),
     ("priority-tiers-keep-their-promise", "mandatory"),
+    ("monitoring-volumes-go-with-the-stack", "mandatory"),
 ]
 
 
