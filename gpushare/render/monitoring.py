@@ -29,6 +29,7 @@ from typing import Any, Final
 import yaml
 
 from gpushare import compat, images, names, pins
+from gpushare.alertmanager import NULL_RECEIVER, RECEIVER_CONFIGS, SECRETS_DIR, SILENT_ALERTS
 from gpushare.config import AlertReceiverConfig, MonitoringConfig, StackConfig
 from gpushare.files import SAFE_LOADER
 from gpushare.render import alerts
@@ -140,20 +141,9 @@ def prometheus_url(monitoring: MonitoringConfig) -> str:
     return f"http://{names.MONITORING_RELEASE}-prometheus.{names.MONITORING_NAMESPACE}.svc:9090"
 
 
-# The prometheus-operator mounts each Secret of alertmanagerSpec.secrets at <this>/<secret name> in Alertmanager.
-ALERTMANAGER_SECRETS_DIR: Final = "/etc/alertmanager/secrets"
-# kube-prometheus-stack's own receiver for what must reach no one: Watchdog (always firing, a dead man's switch for
-# an external monitor) and InfoInhibitor (fires while info alerts exist, only to inhibit them).
-NULL_RECEIVER: Final = "null"
-SILENT_ALERTS: Final = ("Watchdog", "InfoInhibitor")
-# Alertmanager v0.34 (the chart's appVersion) reads each receiver's credential from a file: slack_configs
-# api_url_file, pagerduty_configs routing_key_file (Events API v2), webhook_configs url_file
-# (notify/{slack,pagerduty,webhook}/config.go), so the value stays in the Secret and out of the stack.
-RECEIVER_CONFIGS: Final = {
-    "slack": ("slack_configs", "api_url_file"),
-    "pagerduty": ("pagerduty_configs", "routing_key_file"),
-    "webhook": ("webhook_configs", "url_file"),
-}
+# Alertmanager v0.34 (the chart's appVersion) reads each receiver's credential from a file (RECEIVER_CONFIGS: slack
+# api_url_file, pagerduty routing_key_file, webhook url_file), which the prometheus-operator mounts from the Secrets
+# of alertmanagerSpec.secrets under SECRETS_DIR: the value stays in the Secret and out of the stack.
 
 
 def receiver_name(receiver: AlertReceiverConfig) -> str:
@@ -167,7 +157,7 @@ def alertmanager_config(receiver: AlertReceiverConfig) -> dict[str, Any]:
     (`route.routes`, `receivers`) are written whole, "null" kept for the route to it."""
     configs, file_key = RECEIVER_CONFIGS[receiver.type]
     target: dict[str, Any] = {
-        file_key: f"{ALERTMANAGER_SECRETS_DIR}/{receiver.secret_name}/{receiver.secret_key}",
+        file_key: f"{SECRETS_DIR}/{receiver.secret_name}/{receiver.secret_key}",
         "send_resolved": True,
     }
     if receiver.slack_channel is not None:

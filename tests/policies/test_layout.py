@@ -86,6 +86,7 @@ FACT_MODULES = frozenset(
         "metrics",
         "karpenter_api",
         "tiers",
+        "alertmanager",
     }
 )
 

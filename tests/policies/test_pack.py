@@ -67,6 +67,7 @@ EXPECTED = [
     ("monitoring-skips-eks-control-plane", "mandatory"),
     ("priority-tiers-keep-their-promise", "mandatory"),
     ("monitoring-volumes-go-with-the-stack", "mandatory"),
+    ("alertmanager-secrets-and-routes", "mandatory"),
 ]
 
 
