@@ -68,6 +68,7 @@ EXPECTED = [
     ("priority-tiers-keep-their-promise", "mandatory"),
     ("monitoring-volumes-go-with-the-stack", "mandatory"),
     ("alertmanager-secrets-and-routes", "mandatory"),
+    ("iam-least-privilege", "mandatory"),
 ]
 
 
