@@ -38,6 +38,9 @@ def _mirror_prefix(value: str) -> str:
             f"{value!r} is not a registry host[/path] in lower case, without scheme or trailing slash; allowed: "
             "e.g. 123456789012.dkr.ecr.us-west-2.amazonaws.com/docker-hub"
         )
+    problem = images.mirror_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
     return value
 
 
@@ -457,6 +460,9 @@ class HamiConfig(_Model):
     @field_validator("mock_device_plugin_image")
     @classmethod
     def _known_mock(cls, value: str) -> str:
+        problem = images.provenance_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
         tag = compat.mock_image_tag(value)
         if tag not in compat.MOCK_COMPATIBLE_HAMI:
             allowed = ", ".join(f"{compat.MOCK_IMAGE_REPOSITORY}:{t}" for t in compat.MOCK_COMPATIBLE_HAMI)

@@ -33,6 +33,7 @@ from gpushare.alertmanager import NULL_RECEIVER, RECEIVER_CONFIGS, SECRETS_DIR, 
 from gpushare.config import AlertReceiverConfig, MonitoringConfig, StackConfig
 from gpushare.files import SAFE_LOADER
 from gpushare.render import alerts
+from gpushare.render.hami import CERTGEN_IMAGE
 from gpushare.render.stack import HelmRelease
 
 CHART_KEYS_PATH = Path(__file__).resolve().parent.parent / "monitoring" / "chart-keys.yaml"
@@ -40,37 +41,19 @@ CHART_KEYS_PATH = Path(__file__).resolve().parent.parent / "monitoring" / "chart
 DCGM_IMAGE: Final = "nvcr.io/nvidia/k8s/dcgm-exporter"
 
 
-def _chart_image(reference: str) -> dict[str, str]:
-    """A chart's image value map (registry, repository, tag) for a pinned `registry/repository`."""
-    registry, _, repository = reference.partition("/")
-    return {"registry": registry, "repository": repository, "tag": pins.image_tag(reference)}
-
-
-# Images each chart pulls by default, written out (with the chart's own tag, so nothing floats) when a mirror
-# covers their registry. kube-prometheus-stack 88.5.3 values.yaml, appVersion v0.93.1 for the operator and its
-# config reloader; subcharts grafana 12.11.1 (appVersion 13.2.0), kube-state-metrics 8.4.0 (v2.20.0),
-# prometheus-node-exporter 4.56.1 (v1.12.1; the `-distroless` suffix the parent chart selects is appended by the
-# subchart). Left out, as they never run here: the CRD upgrade job, the operator's webhook Deployment and
-# Thanos (all off), Grafana's init, dashboard-download, image-renderer and `helm test` images.
+# Images each chart pulls by default (gpushare/images.py CHART_IMAGES), written out when a mirror covers their
+# registry; kube-prometheus-stack's with the tag pinned beside the chart (pins.yaml), so nothing floats. Left out, as
+# they never run here: the CRD upgrade job, the operator's webhook Deployment and Thanos (all off), Grafana's init,
+# dashboard-download, image-renderer and `helm test` images. The webhook-certificate jobs run ingress-nginx's own
+# image, set in the values whether mirrored or not (the chart's default is a fork: gpushare/images.py).
+KPS_CERTGEN_PATH: Final = "prometheusOperator.admissionWebhooks.patch.image"
 KPS_CHART_IMAGES: Final[images.ImageMaps] = {
-    "prometheusOperator.image": _chart_image("quay.io/prometheus-operator/prometheus-operator"),
-    "prometheusOperator.prometheusConfigReloader.image": _chart_image(
-        "quay.io/prometheus-operator/prometheus-config-reloader"
-    ),
-    "prometheusOperator.admissionWebhooks.patch.image": _chart_image("ghcr.io/jkroepke/kube-webhook-certgen"),
-    "prometheus.prometheusSpec.image": _chart_image("quay.io/prometheus/prometheus"),
-    "alertmanager.alertmanagerSpec.image": _chart_image("quay.io/prometheus/alertmanager"),
-    "grafana.image": _chart_image("docker.io/grafana/grafana"),
-    "grafana.sidecar.image": _chart_image("quay.io/kiwigrid/k8s-sidecar"),
-    "kube-state-metrics.image": _chart_image("registry.k8s.io/kube-state-metrics/kube-state-metrics"),
-    "prometheus-node-exporter.image": _chart_image("quay.io/prometheus/node-exporter"),
+    path: {**image.value_map, "tag": pins.image_tag(f"{image.registry}/{image.repository}")}
+    for path, image in images.CHART_IMAGES[names.KUBE_PROMETHEUS_STACK_CHART].items()
+    if path != KPS_CERTGEN_PATH
 }
-# dcgm-exporter 4.8.3 and hami-webui 1.1.0: the registry is part of `repository` (Docker Hub names are short).
-DCGM_CHART_IMAGES: Final[images.ImageMaps] = {"image": {"repository": DCGM_IMAGE}}
-WEBUI_CHART_IMAGES: Final[images.ImageMaps] = {
-    "image.frontend": {"repository": "projecthami/hami-webui-fe-oss"},
-    "image.backend": {"repository": "projecthami/hami-webui-be-oss"},
-}
+DCGM_CHART_IMAGES: Final[images.ImageMaps] = images.chart_image_maps(names.DCGM_CHART)
+WEBUI_CHART_IMAGES: Final[images.ImageMaps] = images.chart_image_maps(names.WEBUI_CHART)
 
 # Kubernetes objects of the stack's own Prometheus live here; the Grafana sidecar finds dashboards by label.
 DASHBOARD_LABEL: Final = ("grafana_dashboard", "1")
@@ -186,7 +169,10 @@ def kube_prometheus_stack_values(config: StackConfig) -> dict[str, Any]:
     system = _system_nodes()
     values = {
         "fullnameOverride": names.MONITORING_RELEASE,
-        "prometheusOperator": {"nodeSelector": system},
+        "prometheusOperator": {
+            "nodeSelector": system,
+            "admissionWebhooks": {"patch": {"image": dict(CERTGEN_IMAGE)}},
+        },
         "alertmanager": _alertmanager(monitoring),
         "prometheus": {
             "prometheusSpec": {

@@ -325,7 +325,26 @@ BAD_CONFIG = [
         "mirror for a registry the stack never pulls from",
         _set("gpushare:registryMirrors", {"gcr.io": "123456789012.dkr.ecr.us-west-2.amazonaws.com/gcr"}),
         "gpushare:registryMirrors.gcr.io: 'gcr.io' is not a registry the stack pulls images from; allowed: "
-        "docker.io, ghcr.io, nvcr.io, public.ecr.aws, quay.io, registry.k8s.io",
+        "docker.io, nvcr.io, public.ecr.aws, quay.io, registry.k8s.io",
+    ),
+    (
+        "mirror pointing an upstream registry at a personal namespace",
+        _set("gpushare:registryMirrors", {"registry.k8s.io": "docker.io/someone"}),
+        "gpushare:registryMirrors.registry.k8s.io: 'docker.io/someone' is a namespace on the public registry "
+        "docker.io, where anyone publishes under their own name",
+    ),
+    (
+        "mirror on another public registry",
+        _set("gpushare:registryMirrors", {"docker.io": "ghcr.io/someone/docker-hub"}),
+        "gpushare:registryMirrors.docker.io: 'ghcr.io/someone/docker-hub' is a namespace on the public registry "
+        "ghcr.io",
+    ),
+    (
+        "mock image from a personal namespace",
+        _set("gpushare:hami.mockDevicePluginImage", "docker.io/someone/mock-device-plugin:1.0.1"),
+        "gpushare:hami.mockDevicePluginImage: docker.io/someone/mock-device-plugin is not where its project "
+        "publishes it (a personal namespace, a fork or a third-party copy); allowed: "
+        "docker.io/projecthami/mock-device-plugin",
     ),
     (
         "mirror with a scheme",
@@ -422,9 +441,17 @@ def test_exclusive_pools_provide_no_gpu_memory_quota():
         load_stack_config(raw, today=PLAN_DATE)
 
 
-def test_a_digest_pinned_mock_image_is_accepted():
+@pytest.mark.parametrize(
+    "image",
+    [
+        "docker.io/projecthami/mock-device-plugin:1.0.1@sha256:" + "0" * 64,
+        "projecthami/mock-device-plugin:1.0.1",
+        "123456789012.dkr.ecr.us-west-2.amazonaws.com/docker-hub/projecthami/mock-device-plugin:1.0.1",
+    ],
+    ids=["digest-pinned", "short Docker Hub name", "already behind a mirror"],
+)
+def test_mock_images_from_upstream_or_a_mirror_are_accepted(image):
     raw = raw_stack("dev")
-    image = "docker.io/projecthami/mock-device-plugin:1.0.1@sha256:" + "0" * 64
     raw["gpushare:hami"]["mockDevicePluginImage"] = image
     assert load_stack_config(raw, today=PLAN_DATE).hami.mock_device_plugin_image == image
 

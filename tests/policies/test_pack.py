@@ -40,7 +40,7 @@ EXPECTED = [
     ("team-admission-scoped", "mandatory"),
     ("team-scheduler-policy-applied", "mandatory"),
     ("monitoring-webui-reads-hami-metrics", "mandatory"),
-    ("monitoring-images-pinned", "mandatory"),
+    ("image-provenance", "mandatory"),
     ("service-monitors-find-their-targets", "mandatory"),
     ("nodepool-crd-valid", "mandatory"),
     ("node-overlay-crd-valid", "mandatory"),
