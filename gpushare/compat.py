@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from gpushare import images, names
+from gpushare import images, names, versions
+from gpushare.versions import parse_version
 
 # HAMi chart versions published at https://project-hami.github.io/HAMi/ that this project knows the
 # value keys of (read from Project-HAMi/HAMi charts/hami at each tag).
@@ -39,12 +40,10 @@ KPS_COMPONENTS_EKS_HIDES: Final = {
     "kubeProxy": "the EKS kube-proxy add-on serves metrics on 127.0.0.1:10249 only (KubeProxyDown)",
 }
 
-# Karpenter: NodeOverlay exists from 1.7.0, behind the NodeOverlay gate (karpenter.sh/docs/concepts/nodeoverlays).
-KARPENTER_MIN_OVERLAY_VERSION: Final = (1, 7, 0)
-
-# MutatingAdmissionPolicy is GA (admissionregistration.k8s.io/v1, on by default) from Kubernetes 1.36
-# (KEP-3962 kep.yaml: alpha 1.32, beta 1.34 behind a gate EKS cannot set, stable 1.36).
-MUTATING_ADMISSION_POLICY_GA: Final = (1, 36)
+# Karpenter: NodeOverlay exists from 1.7.0, behind the NodeOverlay gate; MutatingAdmissionPolicy is GA
+# (admissionregistration.k8s.io/v1, on by default) from Kubernetes 1.36 (gpushare/minimum-versions.yaml).
+KARPENTER_MIN_OVERLAY_VERSION: Final = versions.minimum("node-overlay")
+MUTATING_ADMISSION_POLICY_GA: Final = versions.minimum("mutating-admission-policy")
 
 # The mock plugin advertises one fake device per unit; above this many units of one resource on one node
 # the kubelet's 4 MiB gRPC message limit is exceeded and the resource shows 0 (mock PR #27).
@@ -75,24 +74,15 @@ DCGM_CHART_DEFAULT_TOLERATIONS: Final = (
 )
 
 
-def parse_version(text: str) -> tuple[int, int, int]:
-    """`1.14.1` or `v1.14.1` -> (1, 14, 1); ValueError for anything else."""
-    parts = text.removeprefix("v").split(".")
-    if len(parts) != 3 or not all(p.isdigit() for p in parts):
-        raise ValueError(f"{text!r} is not a version like 1.14.1")
-    major, minor, patch = (int(p) for p in parts)
-    return major, minor, patch
-
-
 def has_mutating_admission_policy(kubernetes_version: str) -> bool:
     """Whether a cluster of `1.NN` serves admissionregistration.k8s.io/v1 MutatingAdmissionPolicy."""
-    major, minor = (int(part) for part in kubernetes_version.split("."))
-    return (major, minor) >= MUTATING_ADMISSION_POLICY_GA
+    return versions.parse_minor(kubernetes_version) >= MUTATING_ADMISSION_POLICY_GA
 
 
 def hami_node_selector_key(chart_version: str) -> str:
     """The device-plugin node selector value key: renamed in HAMi chart 2.8.0."""
-    return "nvidiaNodeSelector" if parse_version(chart_version) >= (2, 8, 0) else "nvidianodeSelector"
+    renamed = parse_version(chart_version) >= versions.minimum("nvidia-node-selector-key")
+    return "nvidiaNodeSelector" if renamed else "nvidianodeSelector"
 
 
 def hami_wrong_node_selector_key(chart_version: str) -> str:

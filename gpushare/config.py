@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from gpushare import compat, images, karpenter_api, names, pins
+from gpushare import compat, images, karpenter_api, names, pins, versions
 from gpushare.eks import EKS_STORAGE_CLASSES
 from gpushare.errors import raise_at, repeats
 from gpushare.hami import SharingProfile
@@ -399,7 +399,8 @@ class KarpenterConfig(_Model):
     chart_version: str = Field(
         default=pins.chart_version(names.KARPENTER_CHART),
         alias="chartVersion",
-        description="Karpenter and karpenter-crd chart version; 1.7.0 or newer (NodeOverlay)",
+        description=f"Karpenter and karpenter-crd chart version; {versions.feature('node-overlay').minimum} or newer "
+        "(NodeOverlay), and at least what the cluster's Kubernetes minor needs (README: Minimum versions)",
     )
     ami_version: str = Field(
         default="latest",
@@ -415,7 +416,9 @@ class KarpenterConfig(_Model):
         if problem is not None:
             raise ValueError(f"{value!r}: {problem}")
         if compat.parse_version(value) < compat.KARPENTER_MIN_OVERLAY_VERSION:
-            raise ValueError(f"{value} has no NodeOverlay; allowed: 1.7.0 or newer")
+            raise ValueError(
+                f"{value} has no NodeOverlay; allowed: {versions.feature('node-overlay').minimum} or newer"
+            )
         return value
 
     @property
@@ -557,7 +560,7 @@ class DisruptionConfig(_Model):
         default="WhenEmpty",
         alias="consolidationPolicy",
         description="WhenEmptyOrUnderutilized also moves running GPU pods; Balanced moves them only when the "
-        "saving outweighs the disruption (Karpenter 1.14+)",
+        f"saving outweighs the disruption (Karpenter {versions.feature('balanced-consolidation').minimum} or newer)",
     )
     consolidate_after: str = Field(
         default="10m",
@@ -605,7 +608,8 @@ class PoolConfig(_Model):
     sharing: Literal["hami", "exclusive", "timeslice"] = Field(
         default="hami",
         description="hami: memory- and core-isolated vGPUs; exclusive: whole GPUs; timeslice: each GPU shared by "
-        "`replicas` pods without isolation (NVIDIA device plugin time-slicing, resource nvidia.com/gpu.shared)",
+        "`replicas` pods without isolation (NVIDIA device plugin time-slicing, resource nvidia.com/gpu.shared; "
+        f"plugin chart {versions.feature('time-slicing').minimum} or newer)",
     )
     replicas: int | None = Field(
         default=None,

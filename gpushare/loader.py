@@ -8,13 +8,13 @@ a team's pools can supply) call `capacity.py`, which itself reads the typed mode
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import date
 from typing import Annotated, Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from gpushare import compat, eks, names, pins
+from gpushare import compat, eks, names, pins, versions
 from gpushare.aws_names import node_role_name, system_node_role_name
 from gpushare.capacity import limit_resource, pool_plans, total_supply
 from gpushare.catalog import Catalog, load_catalog
@@ -22,6 +22,7 @@ from gpushare.config import CONFIG_KEYS, PROJECT, PoolConfig, StackConfig, TeamC
 from gpushare.errors import ConfigError, ConfigErrors, Problems, all_errors, key_path
 from gpushare.hami import CapacityError, node_capacity
 from gpushare.metrics import duration_seconds
+from gpushare.versions import parse_version
 
 
 def _config_key(loc: tuple[int | str, ...]) -> str:
@@ -117,6 +118,7 @@ def check_references(config: StackConfig, catalog: Catalog, today: date, section
     problems = Problems()
     if ready("cluster", "karpenter"):
         problems.check(_check_kubernetes_version, config, today)
+    problems.errors.extend(_check_minimum_versions(config, ready))
     if ready("cluster", "teams"):
         problems.errors.extend(_principals_once(config))
     if ready("cluster"):
@@ -193,6 +195,68 @@ def _check_kubernetes_version(config: StackConfig, today: date) -> None:
         )
     if problem is not None:
         raise ConfigError(f"{PROJECT}:cluster.kubernetesVersion", problem)
+
+
+KARPENTER_VERSION_KEY = f"{PROJECT}:karpenter.chartVersion"
+KUBERNETES_VERSION_KEY = f"{PROJECT}:cluster.kubernetesVersion"
+
+
+def _check_minimum_versions(config: StackConfig, ready: Callable[..., bool]) -> list[ConfigError]:
+    """Every feature the config renders against the version of its component the stack holds
+    (gpushare/minimum-versions.yaml), and Karpenter against the cluster's Kubernetes minor; MutatingAdmissionPolicy's
+    keys are judged by _check_admission and NodeOverlay's by the config schema."""
+    used: list[tuple[str, str, str, str, str]] = []  # (feature, key, version, key holding it, the other way out)
+    if ready("pools", "karpenter"):
+        used += [
+            (
+                "balanced-consolidation",
+                f"{PROJECT}:pools[{i}].disruption.consolidationPolicy",
+                config.karpenter.chart_version,
+                KARPENTER_VERSION_KEY,
+                "WhenEmpty or WhenEmptyOrUnderutilized",
+            )
+            for i, pool in enumerate(config.pools)
+            if pool.disruption.consolidation_policy == "Balanced"
+        ]
+    if ready("pools", "nvidia_device_plugin"):
+        used += [
+            (
+                "time-slicing",
+                f"{PROJECT}:pools[{i}].sharing",
+                config.nvidia_device_plugin.chart_version,
+                f"{PROJECT}:nvidiaDevicePlugin.chartVersion",
+                "sharing hami or exclusive",
+            )
+            for i, pool in enumerate(config.pools)
+            if pool.sharing == names.SHARING_TIMESLICE
+        ]
+    if ready("cluster", "teams"):
+        kubernetes = config.cluster.kubernetes_version
+        used.append(("validating-admission-policy", KUBERNETES_VERSION_KEY, kubernetes, KUBERNETES_VERSION_KEY, ""))
+    if ready("cluster", "monitoring") and config.monitoring.enabled and config.monitoring.existing_prometheus is None:
+        kubernetes = config.cluster.kubernetes_version
+        used.append(
+            ("statefulset-pvc-retention", f"{PROJECT}:monitoring.enabled", kubernetes, KUBERNETES_VERSION_KEY, "")
+        )
+    errors = [
+        ConfigError(key, problem)
+        for feature, key, version, held_by, instead in used
+        if (problem := versions.too_old(feature, version, held_by, instead)) is not None
+    ]
+    if not ready("cluster", "karpenter"):
+        return errors
+    karpenter, kubernetes = config.karpenter.chart_version, config.cluster.kubernetes_version
+    needed = versions.karpenter_for_kubernetes(kubernetes)
+    if needed is not None and parse_version(karpenter) < parse_version(needed):
+        errors.append(
+            ConfigError(
+                KARPENTER_VERSION_KEY,
+                f"{karpenter} does not run with Kubernetes {kubernetes} ({KUBERNETES_VERSION_KEY}): Karpenter's "
+                f"compatibility matrix needs {needed} or newer there; allowed: {needed} or newer, or an older "
+                "kubernetesVersion",
+            )
+        )
+    return errors
 
 
 def _unique_names(key: str, values: list[str]) -> None:

@@ -328,6 +328,28 @@ BAD_CONFIG = [
         "docker.io, nvcr.io, public.ecr.aws, quay.io, registry.k8s.io",
     ),
     (
+        "Balanced on a Karpenter held back before it",
+        _both(
+            _set("gpushare:karpenter.chartVersion", "1.13.0"),
+            _set("gpushare:pools.0.disruption", {"consolidationPolicy": "Balanced"}),
+        ),
+        "gpushare:pools[0].disruption.consolidationPolicy: consolidationPolicy Balanced needs Karpenter 1.14.0 or "
+        "newer, but gpushare:karpenter.chartVersion is 1.13.0",
+    ),
+    (
+        "time-slicing on an NVIDIA plugin held back before it",
+        _set("gpushare:nvidiaDevicePlugin", {"chartVersion": "0.11.0"}),
+        "gpushare:pools[2].sharing: time-slicing (config sharing.timeSlicing with renameByDefault and "
+        "failRequestsGreaterThanOne, chart config.map) needs NVIDIA device plugin chart 0.12.0 or newer, but "
+        "gpushare:nvidiaDevicePlugin.chartVersion is 0.11.0",
+    ),
+    (
+        "a Karpenter older than the cluster's Kubernetes minor needs",
+        _set("gpushare:karpenter.chartVersion", "1.12.1"),
+        "gpushare:karpenter.chartVersion: 1.12.1 does not run with Kubernetes 1.36 "
+        "(gpushare:cluster.kubernetesVersion): Karpenter's compatibility matrix needs 1.13.0 or newer there",
+    ),
+    (
         "mirror pointing an upstream registry at a personal namespace",
         _set("gpushare:registryMirrors", {"registry.k8s.io": "docker.io/someone"}),
         "gpushare:registryMirrors.registry.k8s.io: 'docker.io/someone' is a namespace on the public registry "
@@ -768,3 +790,20 @@ def test_an_existing_vpc_may_list_its_own_nat_addresses():
         "publicAccessCidrs": ["198.51.100.7/32"],
     }
     assert not load_stack_config(raw, today=PLAN_DATE).cluster.endpoint.private_access
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "pool_change"),
+    [
+        ("gpushare:karpenter.chartVersion", "1.14.0", {"consolidationPolicy": "Balanced"}),
+        ("gpushare:karpenter.chartVersion", "1.13.0", {"consolidationPolicy": "WhenEmptyOrUnderutilized"}),
+        ("gpushare:nvidiaDevicePlugin", {"chartVersion": "0.12.0"}, None),
+    ],
+    ids=["Balanced from 1.14", "the older policies on 1.13", "time-slicing from plugin 0.12"],
+)
+def test_features_within_the_version_held_are_accepted(key, value, pool_change):
+    raw = raw_stack("dev")
+    _set(key, value)(raw)
+    if pool_change is not None:
+        raw["gpushare:pools"][0]["disruption"] = pool_change
+    load_stack_config(raw, today=PLAN_DATE)

@@ -87,6 +87,7 @@ FACT_MODULES = frozenset(
         "karpenter_api",
         "tiers",
         "alertmanager",
+        "versions",
     }
 )
 

@@ -69,6 +69,7 @@ EXPECTED = [
     ("monitoring-volumes-go-with-the-stack", "mandatory"),
     ("alertmanager-secrets-and-routes", "mandatory"),
     ("iam-least-privilege", "mandatory"),
+    ("features-within-held-versions", "mandatory"),
 ]
 
 
