@@ -70,6 +70,7 @@ EXPECTED = [
     ("alertmanager-secrets-and-routes", "mandatory"),
     ("iam-least-privilege", "mandatory"),
     ("features-within-held-versions", "mandatory"),
+    ("monitoring-alerts-match-their-series", "mandatory"),
 ]
 
 
