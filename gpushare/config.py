@@ -588,6 +588,22 @@ class DisruptionConfig(_Model):
         description="NodePool disruption budgets (Karpenter's default when empty: 10% of nodes at a time)",
     )
 
+    @model_validator(mode="after")
+    def _policy_needs_consolidation(self) -> DisruptionConfig:
+        """consolidateAfter Never turns consolidation off (Karpenter skips every candidate: disruption/
+        consolidation.go ShouldDisrupt), so a policy written beside it does nothing."""
+        if self.consolidate_after == "Never" and "consolidation_policy" in self.model_fields_set:
+            raise_at(
+                [
+                    (
+                        ("consolidationPolicy",),
+                        f"{self.consolidation_policy!r} has no effect: consolidateAfter Never turns consolidation "
+                        "off; allowed: drop consolidationPolicy, or a duration for consolidateAfter",
+                    )
+                ]
+            )
+        return self
+
 
 class PoolConfig(_Model):
     """One GPU pool: a Karpenter NodePool over catalog instance types."""
@@ -853,12 +869,46 @@ class MonitoringConfig(_Model):
         return value
 
     @model_validator(mode="after")
-    def _receiver_needs_own_alertmanager(self) -> MonitoringConfig:
-        if self.alert_receiver is not None and self.existing_prometheus is not None:
-            raise ValueError(
-                "alertReceiver is set with existingPrometheus, where the stack deploys no Alertmanager; allowed: "
-                "one of them (route alerts in your own Alertmanager)"
-            )
+    def _no_key_without_effect(self) -> MonitoringConfig:
+        """Keys whose effect needs what another key turns off: refused, so no one believes them applied. (Tuning
+        keys of monitoring while it is off are only warned about: loader.ineffective_keys.)"""
+        problems: list[tuple[tuple[int | str, ...], str]] = []
+        if not self.enabled:
+            for field, value, what in (
+                ("alertReceiver", self.alert_receiver, "no Alertmanager is deployed, so no alert ever reaches it"),
+                (
+                    "existingPrometheus",
+                    self.existing_prometheus,
+                    "the stack creates no scrape objects, rules or dashboard for that Prometheus",
+                ),
+            ):
+                if value is not None:
+                    problems.append(
+                        ((field,), f"is set but enabled is false: {what}; allowed: enabled true, or drop {field}")
+                    )
+        elif self.existing_prometheus is not None:
+            if self.alert_receiver is not None:
+                problems.append(
+                    (
+                        ("alertReceiver",),
+                        "is set with existingPrometheus, where the stack deploys no Alertmanager; allowed: one of "
+                        "them (route alerts in your own Alertmanager)",
+                    )
+                )
+            problems += [
+                (
+                    (key,),
+                    f"{getattr(self, name)!r} is set with existingPrometheus, where the stack deploys no Prometheus to "
+                    f"keep or store samples: yours keeps its own settings; allowed: drop {key}",
+                )
+                for name, key in (
+                    ("retention", "retention"),
+                    ("storage_size", "storageSize"),
+                    ("storage_class", "storageClass"),
+                )
+                if name in self.model_fields_set
+            ]
+        raise_at(problems)
         return self
 
 
@@ -889,6 +939,19 @@ class StackConfig(_Model):
     def uses_hami(self, team: TeamConfig) -> bool:
         """The team has a HAMi pool: its pods go through HAMi's webhook and scheduler."""
         return any(self.pool(name).sharing == names.SHARING_HAMI for name in team.pools)
+
+    def charts(self) -> frozenset[str]:
+        """The charts the stack deploys a release of: Karpenter's and HAMi's always, the NVIDIA device plugin with any
+        pool HAMi does not slice, dcgm-exporter and HAMi-WebUI with monitoring, and kube-prometheus-stack then unless
+        an existing Prometheus is used. The renderers and the config checks decide with this one answer."""
+        charts = {names.KARPENTER_CRD_CHART, names.KARPENTER_CHART, names.HAMI_CHART}
+        if any(pool.sharing != names.SHARING_HAMI for pool in self.pools):
+            charts.add(names.NVIDIA_PLUGIN_CHART)
+        if self.monitoring.enabled:
+            charts |= {names.DCGM_CHART, names.WEBUI_CHART}
+            if self.monitoring.existing_prometheus is None:
+                charts.add(names.KUBE_PROMETHEUS_STACK_CHART)
+        return frozenset(charts)
 
 
 # The `gpushare:*` keys a stack file may set: every StackConfig field but the region (which is `aws:region`).

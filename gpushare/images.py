@@ -28,6 +28,7 @@ class ImageHome:
     reference: str  # registry/repository
     project: str
     runs: str
+    charts: tuple[str, ...]  # the releases that run it (the mock comes with HAMi's)
 
     @property
     def registry(self) -> str:
@@ -45,36 +46,86 @@ class ImageHome:
 # ingress-nginx's; the stack runs ingress-nginx's own image for both instead. HAMi's kube-scheduler defaults to a
 # copy on registry.cn-hangzhou.aliyuncs.com/google_containers; the stack runs registry.k8s.io's.
 IMAGE_HOMES: Final = (
-    ImageHome("docker.io/projecthami/hami", "Project-HAMi/HAMi", "HAMi scheduler extender, device plugin, monitor"),
-    ImageHome("docker.io/projecthami/mock-device-plugin", "Project-HAMi/mock-device-plugin", "mock device plugin"),
-    ImageHome("docker.io/projecthami/hami-webui-fe-oss", "Project-HAMi/HAMi-WebUI", "HAMi-WebUI frontend"),
-    ImageHome("docker.io/projecthami/hami-webui-be-oss", "Project-HAMi/HAMi-WebUI", "HAMi-WebUI backend"),
-    ImageHome("registry.k8s.io/kube-scheduler", "kubernetes/kubernetes", "HAMi's kube-scheduler"),
+    ImageHome(
+        "docker.io/projecthami/hami",
+        "Project-HAMi/HAMi",
+        "HAMi scheduler extender, device plugin, monitor",
+        (names.HAMI_CHART,),
+    ),
+    ImageHome(
+        "docker.io/projecthami/mock-device-plugin",
+        "Project-HAMi/mock-device-plugin",
+        "mock device plugin",
+        (names.HAMI_CHART,),
+    ),
+    ImageHome(
+        "docker.io/projecthami/hami-webui-fe-oss",
+        "Project-HAMi/HAMi-WebUI",
+        "HAMi-WebUI frontend",
+        (names.WEBUI_CHART,),
+    ),
+    ImageHome(
+        "docker.io/projecthami/hami-webui-be-oss", "Project-HAMi/HAMi-WebUI", "HAMi-WebUI backend", (names.WEBUI_CHART,)
+    ),
+    ImageHome("registry.k8s.io/kube-scheduler", "kubernetes/kubernetes", "HAMi's kube-scheduler", (names.HAMI_CHART,)),
     ImageHome(
         "registry.k8s.io/ingress-nginx/kube-webhook-certgen",
         "kubernetes/ingress-nginx",
         "webhook certificate jobs of HAMi and kube-prometheus-stack",
+        (names.HAMI_CHART, names.KUBE_PROMETHEUS_STACK_CHART),
     ),
-    ImageHome("nvcr.io/nvidia/k8s-device-plugin", "NVIDIA/k8s-device-plugin", "NVIDIA device plugin"),
-    ImageHome("nvcr.io/nvidia/k8s/dcgm-exporter", "NVIDIA/dcgm-exporter", "GPU exporter"),
-    ImageHome("public.ecr.aws/karpenter/controller", "aws/karpenter-provider-aws", "Karpenter controller"),
+    ImageHome(
+        "nvcr.io/nvidia/k8s-device-plugin",
+        "NVIDIA/k8s-device-plugin",
+        "NVIDIA device plugin",
+        (names.NVIDIA_PLUGIN_CHART,),
+    ),
+    ImageHome("nvcr.io/nvidia/k8s/dcgm-exporter", "NVIDIA/dcgm-exporter", "GPU exporter", (names.DCGM_CHART,)),
+    ImageHome(
+        "public.ecr.aws/karpenter/controller",
+        "aws/karpenter-provider-aws",
+        "Karpenter controller",
+        (names.KARPENTER_CHART,),
+    ),
     ImageHome(
         "quay.io/prometheus-operator/prometheus-operator",
         "prometheus-operator/prometheus-operator",
         "Prometheus operator",
+        (names.KUBE_PROMETHEUS_STACK_CHART,),
     ),
     ImageHome(
         "quay.io/prometheus-operator/prometheus-config-reloader",
         "prometheus-operator/prometheus-operator",
         "config reloader of Prometheus and Alertmanager",
+        (names.KUBE_PROMETHEUS_STACK_CHART,),
     ),
-    ImageHome("quay.io/prometheus/prometheus", "prometheus/prometheus", "Prometheus"),
-    ImageHome("quay.io/prometheus/alertmanager", "prometheus/alertmanager", "Alertmanager"),
-    ImageHome("quay.io/prometheus/node-exporter", "prometheus/node_exporter", "node exporter"),
-    ImageHome("docker.io/grafana/grafana", "grafana/grafana", "Grafana"),
-    ImageHome("quay.io/kiwigrid/k8s-sidecar", "kiwigrid/k8s-sidecar", "Grafana's dashboard sidecar"),
     ImageHome(
-        "registry.k8s.io/kube-state-metrics/kube-state-metrics", "kubernetes/kube-state-metrics", "kube-state-metrics"
+        "quay.io/prometheus/prometheus", "prometheus/prometheus", "Prometheus", (names.KUBE_PROMETHEUS_STACK_CHART,)
+    ),
+    ImageHome(
+        "quay.io/prometheus/alertmanager",
+        "prometheus/alertmanager",
+        "Alertmanager",
+        (names.KUBE_PROMETHEUS_STACK_CHART,),
+    ),
+    ImageHome(
+        "quay.io/prometheus/node-exporter",
+        "prometheus/node_exporter",
+        "node exporter",
+        (names.KUBE_PROMETHEUS_STACK_CHART,),
+    ),
+    ImageHome("docker.io/grafana/grafana", "grafana/grafana", "Grafana", (names.KUBE_PROMETHEUS_STACK_CHART,)),
+    ImageHome(
+        "quay.io/kiwigrid/k8s-sidecar",
+        "kiwigrid/k8s-sidecar",
+        "Grafana's dashboard sidecar",
+        (names.KUBE_PROMETHEUS_STACK_CHART,),
+    ),
+    ImageHome(
+        "registry.k8s.io/kube-state-metrics/kube-state-metrics",
+        "kubernetes/kube-state-metrics",
+        "kube-state-metrics",
+        (names.KUBE_PROMETHEUS_STACK_CHART,),
     ),
 )
 # Every registry an image of the stack comes from (its own values and the charts' defaults it pulls).
@@ -382,3 +433,8 @@ def _image_maps(values: Any, path: str = "") -> list[tuple[str, Mapping[str, Any
             else:
                 found += _image_maps(value, here)
     return found
+
+
+def registries(charts: set[str]) -> set[str]:
+    """The registries the images of these releases come from (the stack's own images with them)."""
+    return {home.registry for home in IMAGE_HOMES if set(home.charts) & charts}

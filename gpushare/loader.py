@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from gpushare import compat, eks, names, pins, versions
+from gpushare import compat, eks, images, karpenter_api, names, pins, versions
 from gpushare.aws_names import node_role_name, system_node_role_name
 from gpushare.capacity import limit_resource, pool_plans, total_supply
 from gpushare.catalog import Catalog, load_catalog
@@ -164,6 +164,7 @@ def _check_teams(config: StackConfig, pools_valid: bool, cluster_valid: bool) ->
         problems.errors.extend(unknown)
         used.update(team.pools)
         if pools_valid and not unknown:
+            problems.check(_check_scheduler_policy_applies, config, i, team)
             problems.check(_check_quota, config, i, team)
             problems.check(_check_quota_admits_pools, config, i, team)
             if cluster_valid:
@@ -175,6 +176,80 @@ def _check_teams(config: StackConfig, pools_valid: bool, cluster_valid: bool) ->
                 ConfigError(f"{PROJECT}:pools[{i}].name", f"no team lists pool {pool.name!r}: it could never be used")
             )
     return problems.errors
+
+
+def _check_scheduler_policy_applies(config: StackConfig, index: int, team: TeamConfig) -> None:
+    """HAMi alone reads the scheduler policy annotations: on a team without a HAMi pool they change nothing."""
+    if team.scheduler_policy is not None and not config.uses_hami(team):
+        raise ConfigError(
+            f"{PROJECT}:teams[{index}].schedulerPolicy",
+            f"is set but none of the team's pools ({', '.join(team.pools)}) has sharing hami: only HAMi reads the "
+            "policy, and none of the team's pods goes through HAMi; allowed: drop schedulerPolicy, or give the team "
+            "a HAMi pool",
+        )
+
+
+def ineffective_keys(config: StackConfig) -> list[str]:
+    """Keys the stack file sets that change nothing in this combination and mislead no one: one warning line each
+    (`make plan` prints them, `pulumi up` logs them). Combinations that would make someone believe a thing is done
+    (an alert receiver without monitoring, a scheduler policy no HAMi reads) are refused instead."""
+    found: list[str] = []
+    monitoring = config.monitoring
+    if not monitoring.enabled:
+        found += [
+            f"{PROJECT}:monitoring.{key}: has no effect while gpushare:monitoring.enabled is false: nothing is "
+            "deployed that reads it"
+            for name, key in (
+                ("retention", "retention"),
+                ("storage_size", "storageSize"),
+                ("storage_class", "storageClass"),
+                ("alerts", "alerts"),
+            )
+            if name in monitoring.model_fields_set
+        ]
+    if not any(pool.sharing == names.SHARING_HAMI for pool in config.pools):
+        found += [
+            f"{PROJECT}:hami.{key}: has no effect: no pool has sharing hami, so HAMi slices no GPU and the mock "
+            "registers on no node"
+            for name, key in (
+                ("profile", "profile"),
+                ("scheduler_policy", "schedulerPolicy"),
+                ("mock_device_plugin_image", "mockDevicePluginImage"),
+            )
+            if name in config.hami.model_fields_set
+        ]
+    charts = config.charts()
+    if "nvidia_device_plugin" in config.model_fields_set and names.NVIDIA_PLUGIN_CHART not in charts:
+        found.append(
+            f"{PROJECT}:nvidiaDevicePlugin: has no effect: every pool has sharing hami, so the NVIDIA device plugin "
+            "is not deployed"
+        )
+    pulled = images.registries(charts) | {images.split_registry(config.hami.mock_device_plugin_image)[0]}
+    found += [
+        f"{PROJECT}:registryMirrors.{registry}: has no effect: no image this stack deploys comes from {registry} "
+        f"(they come from {', '.join(sorted(pulled))})"
+        for registry in config.registry_mirrors
+        if registry not in pulled
+    ]
+    for i, pool in enumerate(config.pools):
+        disruption = pool.disruption
+        never = karpenter_api.reasons_never_disrupted(disruption.consolidation_policy, disruption.consolidate_after)
+        found += [
+            f"{PROJECT}:pools[{i}].disruption.budgets[{j}].reasons: {list(budget.reasons)} has no effect: a pool with "
+            f"consolidationPolicy {disruption.consolidation_policy} and consolidateAfter "
+            f"{disruption.consolidate_after} never disrupts a node for those reasons, so the budget never limits "
+            "anything"
+            for j, budget in enumerate(disruption.budgets)
+            if budget.reasons and set(budget.reasons) <= never
+        ]
+    found += [
+        f"{PROJECT}:teams[{i}].spotOnly: has no effect: every pool of the team ({', '.join(team.pools)}) offers spot "
+        "capacity only"
+        for i, team in enumerate(config.teams)
+        if team.spot_only
+        and all(config.pool(name).capacity_types == (names.CAPACITY_TYPE_SPOT,) for name in team.pools)
+    ]
+    return found
 
 
 def _check_kubernetes_version(config: StackConfig, today: date) -> None:

@@ -255,11 +255,10 @@ def webui_values(config: StackConfig) -> dict[str, Any]:
 
 def monitoring_releases(config: StackConfig) -> list[HelmRelease]:
     """kube-prometheus-stack (unless an existing Prometheus is named), dcgm-exporter, HAMi-WebUI."""
-    monitoring = config.monitoring
-    if not monitoring.enabled:
+    if not config.monitoring.enabled:
         return []
     releases = []
-    if monitoring.existing_prometheus is None:
+    if names.KUBE_PROMETHEUS_STACK_CHART in config.charts():
         releases.append(
             HelmRelease(
                 names.MONITORING_RELEASE,

@@ -154,3 +154,17 @@ def test_a_version_past_eks_standard_support_exits_2_unless_extended(tmp_path):
     )
     assert "gpushare:cluster.supportType EXTENDED" in completed.stderr and "Traceback" not in completed.stderr
     assert completed.stderr.count("\n") == 1 and not (tmp_path / "out").exists()
+
+
+def test_a_key_without_effect_is_a_warning_and_the_plan_is_written(tmp_path):
+    raw = raw_stack("dev")
+    raw["gpushare:registryMirrors"] = {"quay.io": "mirror.example.com/quay"}  # dev runs no quay.io image
+    stack_file = tmp_path / "Pulumi.dev.yaml"  # dev's policy config: its open endpoint stays advisory
+    stack_file.write_text(yaml.safe_dump({"config": raw}))
+    completed = run_plan(stack_file, tmp_path / "out")
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stderr.splitlines() == [
+        "warning: gpushare:registryMirrors.quay.io: has no effect: no image this stack deploys comes from quay.io "
+        "(they come from docker.io, nvcr.io, public.ecr.aws, registry.k8s.io)"
+    ]
+    assert (tmp_path / "out" / "dev" / "plan.json").exists()

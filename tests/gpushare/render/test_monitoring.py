@@ -64,12 +64,19 @@ def test_prod_deploys_three_pinned_releases_on_system_nodes(prod):
     assert all(r.version and r.repository for r in releases.values())
 
 
+def with_existing_prometheus(raw, existing):
+    """The stack's monitoring on an existing Prometheus: the keys of the stack's own Prometheus and Alertmanager (an
+    existing Prometheus keeps and routes its own way) are refused beside it."""
+    for key in ("alertReceiver", "retention", "storageSize", "storageClass"):
+        raw["gpushare:monitoring"].pop(key, None)
+    raw["gpushare:monitoring"]["existingPrometheus"] = existing
+    return raw
+
+
 def test_existing_prometheus_gets_only_labelled_objects(prod_raw):
-    del prod_raw["gpushare:monitoring"]["alertReceiver"]  # an existing Prometheus routes alerts its own way
-    prod_raw["gpushare:monitoring"]["existingPrometheus"] = {
-        "url": "http://prometheus.observability.svc:9090",
-        "labels": {"release": "platform"},
-    }
+    with_existing_prometheus(
+        prod_raw, {"url": "http://prometheus.observability.svc:9090", "labels": {"release": "platform"}}
+    )
     config = load_stack_config(prod_raw, today=PLAN_DATE)
     releases = {r.name: r for r in monitoring.monitoring_releases(config)}
     assert names.MONITORING_RELEASE not in releases
@@ -161,8 +168,7 @@ def test_monitoring_is_wired_after_the_cluster_and_scraped_releases(plans):
 
 def test_every_monitoring_value_key_was_verified_in_the_pinned_chart(prod_raw):
     mirrored = {**raw_stack("prod"), "gpushare:registryMirrors": {r: f"mirror.example.com/{r}" for r in UPSTREAM}}
-    del prod_raw["gpushare:monitoring"]["alertReceiver"]
-    prod_raw["gpushare:monitoring"]["existingPrometheus"] = {"url": "http://prom.obs.svc:9090", "labels": {"a": "b"}}
+    with_existing_prometheus(prod_raw, {"url": "http://prom.obs.svc:9090", "labels": {"a": "b"}})
     for config in (
         load_stack_config(raw_stack("prod"), today=PLAN_DATE),
         load_stack_config(prod_raw, today=PLAN_DATE),

@@ -122,6 +122,11 @@ CASES = {
         lambda r: set_at(mock(r), CONTAINER, "docker.io/projecthami/mock-device-plugin"),
         ["spec.template.spec.containers[0].image", "has no tag of its own"],
     ),
+    "the mock copied into a private repository under another path": (
+        POLICY,
+        lambda r: set_at(mock(r), CONTAINER, "mirror.example.com:5000/hub/mock-device-plugin:1.0.1"),
+        ["mirror.example.com:5000/hub/mock-device-plugin", "a path that mirrors none of its upstream homes"],
+    ),
     "an image nobody listed": (
         POLICY,
         lambda r: set_at(
