@@ -928,9 +928,9 @@ class StackConfig(_Model):
     registry_mirrors: dict[UpstreamRegistry, MirrorPrefix] = Field(
         default={},
         alias="registryMirrors",
-        description="Upstream registry (docker.io, ghcr.io, nvcr.io, public.ecr.aws, quay.io, registry.k8s.io) -> "
-        "mirror prefix every image of that registry is pulled through, e.g. an ECR pull-through cache "
-        "<account>.dkr.ecr.<region>.amazonaws.com/docker-hub",
+        description=f"Upstream registry ({', '.join(images.UPSTREAM_REGISTRIES)}) -> mirror prefix every image of that "
+        "registry is pulled through, a registry you run (not a namespace on a public registry), e.g. an ECR "
+        "pull-through cache <account>.dkr.ecr.<region>.amazonaws.com/docker-hub",
     )
 
     def pool(self, name: str) -> PoolConfig:
