@@ -98,6 +98,14 @@ def _unique(value: tuple[Any, ...]) -> tuple[Any, ...]:
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
+    def given(self, *fields: str) -> dict[str, Any]:
+        """Key (alias) -> value of these fields that the stack file sets, not left to their defaults."""
+        return {
+            type(self).model_fields[name].alias or name: getattr(self, name)
+            for name in fields
+            if name in self.model_fields_set
+        }
+
 
 class NetworkConfig(_Model):
     """Create a VPC (default) or use an existing one: set vpcId and privateSubnetIds for the latter."""
@@ -898,15 +906,10 @@ class MonitoringConfig(_Model):
             problems += [
                 (
                     (key,),
-                    f"{getattr(self, name)!r} is set with existingPrometheus, where the stack deploys no Prometheus to "
-                    f"keep or store samples: yours keeps its own settings; allowed: drop {key}",
+                    f"{value!r} is set with existingPrometheus, where the stack deploys no Prometheus to keep or store "
+                    f"samples: yours keeps its own settings; allowed: drop {key}",
                 )
-                for name, key in (
-                    ("retention", "retention"),
-                    ("storage_size", "storageSize"),
-                    ("storage_class", "storageClass"),
-                )
-                if name in self.model_fields_set
+                for key, value in self.given("retention", "storage_size", "storage_class").items()
             ]
         raise_at(problems)
         return self

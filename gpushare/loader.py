@@ -199,27 +199,16 @@ def ineffective_keys(config: StackConfig) -> list[str]:
         found += [
             f"{PROJECT}:monitoring.{key}: has no effect while gpushare:monitoring.enabled is false: nothing is "
             "deployed that reads it"
-            for name, key in (
-                ("retention", "retention"),
-                ("storage_size", "storageSize"),
-                ("storage_class", "storageClass"),
-                ("alerts", "alerts"),
-            )
-            if name in monitoring.model_fields_set
+            for key in monitoring.given("retention", "storage_size", "storage_class", "alerts")
         ]
     if not any(pool.sharing == names.SHARING_HAMI for pool in config.pools):
         found += [
             f"{PROJECT}:hami.{key}: has no effect: no pool has sharing hami, so HAMi slices no GPU and the mock "
             "registers on no node"
-            for name, key in (
-                ("profile", "profile"),
-                ("scheduler_policy", "schedulerPolicy"),
-                ("mock_device_plugin_image", "mockDevicePluginImage"),
-            )
-            if name in config.hami.model_fields_set
+            for key in config.hami.given("profile", "scheduler_policy", "mock_device_plugin_image")
         ]
     charts = config.charts()
-    if "nvidia_device_plugin" in config.model_fields_set and names.NVIDIA_PLUGIN_CHART not in charts:
+    if config.given("nvidia_device_plugin") and names.NVIDIA_PLUGIN_CHART not in charts:
         found.append(
             f"{PROJECT}:nvidiaDevicePlugin: has no effect: every pool has sharing hami, so the NVIDIA device plugin "
             "is not deployed"

@@ -91,11 +91,6 @@ def test_the_volume_retention_on_an_old_cluster_is_caught(plans):
     )
 
 
-def test_the_shipped_stacks_pass(plans):
-    assert messages(plans["dev"]["resources"], POLICY) == []
-    assert messages(plans["prod"]["resources"], POLICY) == []
-
-
 def test_compat_reads_its_thresholds_from_the_table():
     assert compat.KARPENTER_MIN_OVERLAY_VERSION == versions.minimum("node-overlay") == (1, 7, 0)
     assert compat.MUTATING_ADMISSION_POLICY_GA == versions.minimum("mutating-admission-policy") == (1, 36)

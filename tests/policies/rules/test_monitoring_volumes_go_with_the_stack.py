@@ -63,11 +63,6 @@ def test_one_broken_field_is_caught(plans, case):
     caught(plans["prod"], case, CASES[case])
 
 
-def test_the_shipped_stacks_pass(plans):
-    assert messages(plans["prod"]["resources"], POLICY) == []
-    assert messages(plans["dev"]["resources"], POLICY) == []  # no monitoring there
-
-
 def test_a_release_without_volumes_needs_neither(plans):
     resources = resources_of(plans["prod"])
     delete_at(release(resources, KPS), ["values", "prometheus", "prometheusSpec", "storageSpec"])
