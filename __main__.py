@@ -22,7 +22,7 @@ from components.tenancy import TeamObjects, Tenancy, TenancyArgs
 from gpushare import names
 from gpushare.capacity import pool_plans
 from gpushare.errors import UserError
-from gpushare.loader import load_stack_config
+from gpushare.loader import ineffective_keys, load_stack_config
 from gpushare.render import iam
 from gpushare.render.hami import mock_device_plugin_objects
 from gpushare.render.headroom import headroom_objects
@@ -37,6 +37,8 @@ try:
     config = load_stack_config({**get_config_env(), **CONFIG.get()}, today=today)
 except UserError as error:
     raise pulumi.RunError(str(error)) from None
+for line in ineffective_keys(config):
+    pulumi.log.warn(line)
 
 releases = {release.name: release for release in helm_releases(config)}
 # The partition (aws, aws-cn, aws-us-gov) and account, looked up once: no ARN spells a partition.
@@ -47,7 +49,7 @@ account_id = aws.get_caller_identity_output().account_id
 cluster_name = config.cluster.name
 network = Network(cluster_name, NetworkArgs(cluster_name, config.cluster.network, config.cluster.tags))
 # The stack's own Prometheus keeps its samples on an EBS volume.
-volume_driver = config.monitoring.enabled and config.monitoring.existing_prometheus is None
+volume_driver = names.KUBE_PROMETHEUS_STACK_CHART in config.charts()
 cluster = Cluster(
     cluster_name,
     ClusterArgs(

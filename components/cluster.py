@@ -14,6 +14,7 @@ import pulumi_kubernetes as k8s
 
 from gpushare.aws_names import control_plane_log_group, ebs_csi_role_name, system_node_role_name
 from gpushare.config import ClusterConfig
+from gpushare.eks import EBS_CSI_DRIVER_ADDON
 from gpushare.render import iam
 
 CONTROL_PLANE_LOGS = ["api", "audit", "authenticator", "controllerManager", "scheduler"]
@@ -225,7 +226,7 @@ class Cluster(pulumi.ComponentResource):
         return aws.eks.Addon(
             f"{name}-ebs-csi-driver",
             cluster_name=cluster.name,
-            addon_name="aws-ebs-csi-driver",
+            addon_name=EBS_CSI_DRIVER_ADDON,
             pod_identity_associations=[
                 aws.eks.AddonPodIdentityAssociationArgs(role_arn=role.arn, service_account=EBS_CSI_SERVICE_ACCOUNT)
             ],

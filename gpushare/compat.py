@@ -9,8 +9,9 @@ from typing import Any, Final
 
 import yaml
 
-from gpushare import images, names
+from gpushare import images, names, versions
 from gpushare.files import SAFE_LOADER
+from gpushare.versions import parse_version
 
 # HAMi chart versions published at https://project-hami.github.io/HAMi/ that this project knows the
 # value keys of (read from Project-HAMi/HAMi charts/hami at each tag).
@@ -25,9 +26,9 @@ HAMI_CHART_VERSIONS: Final = ("2.7.0", "2.7.1", "2.8.0", "2.8.1", "2.8.2", "2.8.
 HAMI_MIN_VERSION: Final = (2, 10, 0)
 # HAMi 2.8.x and 2.9.x leak that charge: Filter drops the pod from its cache without RmUsage (2.8.3 and 2.9.0
 # pkg/scheduler/scheduler.go), so every re-filter charges the pod again.
-HAMI_QUOTA_RETURNS_CHARGE: Final = (2, 10, 0)
+HAMI_QUOTA_RETURNS_CHARGE: Final = versions.minimum("hami-quota")
 # `device-config.content` replaces the whole device-config.yaml of the `<fullname>-scheduler-device` ConfigMap.
-HAMI_DEVICE_CONFIG_CONTENT: Final = (2, 10, 0)
+HAMI_DEVICE_CONFIG_CONTENT: Final = versions.minimum("hami-device-config-content")
 # `dra.enabled` (no scheduler, device plugin or device ConfigMap) exists from chart 2.8.0 until 2.10.0 removed it.
 HAMI_DRA_OPTION: Final = ((2, 8, 0), (2, 10, 0))
 
@@ -104,16 +105,12 @@ KPS_COMPONENTS_EKS_HIDES: Final = {
     "kubeProxy": "the EKS kube-proxy add-on serves metrics on 127.0.0.1:10249 only (KubeProxyDown)",
 }
 
-# Karpenter: NodeOverlay exists from 1.7.0, behind the NodeOverlay gate (karpenter.sh/docs/concepts/nodeoverlays).
-KARPENTER_MIN_OVERLAY_VERSION: Final = (1, 7, 0)
-# CapacityBuffer (autoscaling.x-k8s.io/v1beta1, gate CapacityBuffer, chart key settings.featureGates.capacityBuffer)
-# exists from Karpenter 1.14.0 (kubernetes-sigs/karpenter #3028 and #3129, both in v1.14.0; chart
-# charts/karpenter/templates/deployment.yaml renders FEATURE_GATES `...,CapacityBuffer=<value>` from 1.14.0).
-KARPENTER_MIN_CAPACITY_BUFFER_VERSION: Final = (1, 14, 0)
-
-# MutatingAdmissionPolicy is GA (admissionregistration.k8s.io/v1, on by default) from Kubernetes 1.36
-# (KEP-3962 kep.yaml: alpha 1.32, beta 1.34 behind a gate EKS cannot set, stable 1.36).
-MUTATING_ADMISSION_POLICY_GA: Final = (1, 36)
+# Karpenter: NodeOverlay exists from 1.7.0, behind the NodeOverlay gate; CapacityBuffer (autoscaling.x-k8s.io/v1beta1,
+# gate CapacityBuffer) from 1.14.0; MutatingAdmissionPolicy is GA (admissionregistration.k8s.io/v1, on by default)
+# from Kubernetes 1.36 (gpushare/minimum-versions.yaml).
+KARPENTER_MIN_OVERLAY_VERSION: Final = versions.minimum("node-overlay")
+KARPENTER_MIN_CAPACITY_BUFFER_VERSION: Final = versions.minimum("capacity-buffer")
+MUTATING_ADMISSION_POLICY_GA: Final = versions.minimum("mutating-admission-policy")
 
 # The mock plugin advertises one fake device per unit; above this many units of one resource on one node
 # the kubelet's 4 MiB gRPC message limit is exceeded and the resource shows 0 (mock PR #27).
@@ -142,15 +139,6 @@ HAMI_CHART_MOCK_TOLERATIONS: Final = ({"key": "CriticalAddonsOnly", "operator": 
 DCGM_CHART_DEFAULT_TOLERATIONS: Final = (
     {"key": "node-role.kubernetes.io/control-plane", "operator": "Exists", "effect": "NoSchedule"},
 )
-
-
-def parse_version(text: str) -> tuple[int, int, int]:
-    """`1.14.1` or `v1.14.1` -> (1, 14, 1); ValueError for anything else."""
-    parts = text.removeprefix("v").split(".")
-    if len(parts) != 3 or not all(p.isdigit() for p in parts):
-        raise ValueError(f"{text!r} is not a version like 1.14.1")
-    major, minor, patch = (int(p) for p in parts)
-    return major, minor, patch
 
 
 def hami_at_least(version: str, floor: tuple[int, int, int]) -> bool:
@@ -217,13 +205,13 @@ def mock_device_config(version: str, values: dict[str, Any]) -> dict[str, Any]:
 
 def has_mutating_admission_policy(kubernetes_version: str) -> bool:
     """Whether a cluster of `1.NN` serves admissionregistration.k8s.io/v1 MutatingAdmissionPolicy."""
-    major, minor = (int(part) for part in kubernetes_version.split("."))
-    return (major, minor) >= MUTATING_ADMISSION_POLICY_GA
+    return versions.parse_minor(kubernetes_version) >= MUTATING_ADMISSION_POLICY_GA
 
 
 def hami_node_selector_key(chart_version: str) -> str:
     """The device-plugin node selector value key: renamed in HAMi chart 2.8.0."""
-    return "nvidiaNodeSelector" if parse_version(chart_version) >= (2, 8, 0) else "nvidianodeSelector"
+    renamed = parse_version(chart_version) >= versions.minimum("nvidia-node-selector-key")
+    return "nvidiaNodeSelector" if renamed else "nvidianodeSelector"
 
 
 def hami_wrong_node_selector_key(chart_version: str) -> str:

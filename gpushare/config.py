@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from gpushare import compat, images, karpenter_api, names, pins
+from gpushare import compat, images, karpenter_api, names, pins, versions
 from gpushare.eks import EKS_STORAGE_CLASSES
 from gpushare.errors import raise_at, repeats
 from gpushare.hami import SharingProfile
@@ -38,6 +38,9 @@ def _mirror_prefix(value: str) -> str:
             f"{value!r} is not a registry host[/path] in lower case, without scheme or trailing slash; allowed: "
             "e.g. 123456789012.dkr.ecr.us-west-2.amazonaws.com/docker-hub"
         )
+    problem = images.mirror_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
     return value
 
 
@@ -94,6 +97,14 @@ def _unique(value: tuple[Any, ...]) -> tuple[Any, ...]:
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    def given(self, *fields: str) -> dict[str, Any]:
+        """Key (alias) -> value of these fields that the stack file sets, not left to their defaults."""
+        return {
+            type(self).model_fields[name].alias or name: getattr(self, name)
+            for name in fields
+            if name in self.model_fields_set
+        }
 
 
 class NetworkConfig(_Model):
@@ -396,7 +407,8 @@ class KarpenterConfig(_Model):
     chart_version: str = Field(
         default=pins.chart_version(names.KARPENTER_CHART),
         alias="chartVersion",
-        description="Karpenter and karpenter-crd chart version; 1.7.0 or newer (NodeOverlay)",
+        description=f"Karpenter and karpenter-crd chart version; {versions.feature('node-overlay').minimum} or newer "
+        "(NodeOverlay), and at least what the cluster's Kubernetes minor needs (README: Minimum versions)",
     )
     ami_version: str = Field(
         default="latest",
@@ -412,7 +424,9 @@ class KarpenterConfig(_Model):
         if problem is not None:
             raise ValueError(f"{value!r}: {problem}")
         if compat.parse_version(value) < compat.KARPENTER_MIN_OVERLAY_VERSION:
-            raise ValueError(f"{value} has no NodeOverlay; allowed: 1.7.0 or newer")
+            raise ValueError(
+                f"{value} has no NodeOverlay; allowed: {versions.feature('node-overlay').minimum} or newer"
+            )
         return value
 
     @property
@@ -464,6 +478,9 @@ class HamiConfig(_Model):
     @field_validator("mock_device_plugin_image")
     @classmethod
     def _known_mock(cls, value: str) -> str:
+        problem = images.provenance_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
         tag = compat.mock_image_tag(value)
         if tag not in compat.MOCK_READS_HAMI_NODES:
             allowed = ", ".join(f"{compat.MOCK_IMAGE_REPOSITORY}:{t}" for t in compat.MOCK_READS_HAMI_NODES)
@@ -550,7 +567,7 @@ class DisruptionConfig(_Model):
         default="WhenEmpty",
         alias="consolidationPolicy",
         description="WhenEmptyOrUnderutilized also moves running GPU pods; Balanced moves them only when the "
-        "saving outweighs the disruption (Karpenter 1.14+)",
+        f"saving outweighs the disruption (Karpenter {versions.feature('balanced-consolidation').minimum} or newer)",
     )
     consolidate_after: str = Field(
         default="10m",
@@ -578,6 +595,22 @@ class DisruptionConfig(_Model):
         description="NodePool disruption budgets (Karpenter's default when empty: 10% of nodes at a time)",
     )
 
+    @model_validator(mode="after")
+    def _policy_needs_consolidation(self) -> DisruptionConfig:
+        """consolidateAfter Never turns consolidation off (Karpenter skips every candidate: disruption/
+        consolidation.go ShouldDisrupt), so a policy written beside it does nothing."""
+        if self.consolidate_after == "Never" and "consolidation_policy" in self.model_fields_set:
+            raise_at(
+                [
+                    (
+                        ("consolidationPolicy",),
+                        f"{self.consolidation_policy!r} has no effect: consolidateAfter Never turns consolidation "
+                        "off; allowed: drop consolidationPolicy, or a duration for consolidateAfter",
+                    )
+                ]
+            )
+        return self
+
 
 class PoolConfig(_Model):
     """One GPU pool: a Karpenter NodePool over catalog instance types."""
@@ -598,7 +631,8 @@ class PoolConfig(_Model):
     sharing: Literal["hami", "exclusive", "timeslice"] = Field(
         default="hami",
         description="hami: memory- and core-isolated vGPUs; exclusive: whole GPUs; timeslice: each GPU shared by "
-        "`replicas` pods without isolation (NVIDIA device plugin time-slicing, resource nvidia.com/gpu.shared)",
+        "`replicas` pods without isolation (NVIDIA device plugin time-slicing, resource nvidia.com/gpu.shared; "
+        f"plugin chart {versions.feature('time-slicing').minimum} or newer)",
     )
     replicas: int | None = Field(
         default=None,
@@ -964,12 +998,41 @@ class MonitoringConfig(_Model):
         return value
 
     @model_validator(mode="after")
-    def _receiver_needs_own_alertmanager(self) -> MonitoringConfig:
-        if self.alert_receiver is not None and self.existing_prometheus is not None:
-            raise ValueError(
-                "alertReceiver is set with existingPrometheus, where the stack deploys no Alertmanager; allowed: "
-                "one of them (route alerts in your own Alertmanager)"
-            )
+    def _no_key_without_effect(self) -> MonitoringConfig:
+        """Keys whose effect needs what another key turns off: refused, so no one believes them applied. (Tuning
+        keys of monitoring while it is off are only warned about: loader.ineffective_keys.)"""
+        problems: list[tuple[tuple[int | str, ...], str]] = []
+        if not self.enabled:
+            for field, value, what in (
+                ("alertReceiver", self.alert_receiver, "no Alertmanager is deployed, so no alert ever reaches it"),
+                (
+                    "existingPrometheus",
+                    self.existing_prometheus,
+                    "the stack creates no scrape objects, rules or dashboard for that Prometheus",
+                ),
+            ):
+                if value is not None:
+                    problems.append(
+                        ((field,), f"is set but enabled is false: {what}; allowed: enabled true, or drop {field}")
+                    )
+        elif self.existing_prometheus is not None:
+            if self.alert_receiver is not None:
+                problems.append(
+                    (
+                        ("alertReceiver",),
+                        "is set with existingPrometheus, where the stack deploys no Alertmanager; allowed: one of "
+                        "them (route alerts in your own Alertmanager)",
+                    )
+                )
+            problems += [
+                (
+                    (key,),
+                    f"{value!r} is set with existingPrometheus, where the stack deploys no Prometheus to keep or store "
+                    f"samples: yours keeps its own settings; allowed: drop {key}",
+                )
+                for key, value in self.given("retention", "storage_size", "storage_class").items()
+            ]
+        raise_at(problems)
         return self
 
 
@@ -989,9 +1052,9 @@ class StackConfig(_Model):
     registry_mirrors: dict[UpstreamRegistry, MirrorPrefix] = Field(
         default={},
         alias="registryMirrors",
-        description="Upstream registry (docker.io, ghcr.io, nvcr.io, public.ecr.aws, quay.io, registry.k8s.io) -> "
-        "mirror prefix every image of that registry is pulled through, e.g. an ECR pull-through cache "
-        "<account>.dkr.ecr.<region>.amazonaws.com/docker-hub",
+        description=f"Upstream registry ({', '.join(images.UPSTREAM_REGISTRIES)}) -> mirror prefix every image of that "
+        "registry is pulled through, a registry you run (not a namespace on a public registry), e.g. an ECR "
+        "pull-through cache <account>.dkr.ecr.<region>.amazonaws.com/docker-hub",
     )
 
     def pool(self, name: str) -> PoolConfig:
@@ -1000,6 +1063,19 @@ class StackConfig(_Model):
     def uses_hami(self, team: TeamConfig) -> bool:
         """The team has a HAMi pool: its pods go through HAMi's webhook and scheduler."""
         return any(self.pool(name).sharing == names.SHARING_HAMI for name in team.pools)
+
+    def charts(self) -> frozenset[str]:
+        """The charts the stack deploys a release of: Karpenter's and HAMi's always, the NVIDIA device plugin with any
+        pool HAMi does not slice, dcgm-exporter and HAMi-WebUI with monitoring, and kube-prometheus-stack then unless
+        an existing Prometheus is used. The renderers and the config checks decide with this one answer."""
+        charts = {names.KARPENTER_CRD_CHART, names.KARPENTER_CHART, names.HAMI_CHART}
+        if any(pool.sharing != names.SHARING_HAMI for pool in self.pools):
+            charts.add(names.NVIDIA_PLUGIN_CHART)
+        if self.monitoring.enabled:
+            charts |= {names.DCGM_CHART, names.WEBUI_CHART}
+            if self.monitoring.existing_prometheus is None:
+                charts.add(names.KUBE_PROMETHEUS_STACK_CHART)
+        return frozenset(charts)
 
 
 # The `gpushare:*` keys a stack file may set: every StackConfig field but the region (which is `aws:region`).

@@ -24,6 +24,9 @@ WARN_AHEAD: Final = timedelta(days=90)
 # provisioned through the EBS CSI driver the stack installs). The stack creates none: a volume claim on any other
 # class stays Pending.
 EKS_STORAGE_CLASSES: Final = ("gp2",)
+# The EKS add-on that provisions (and, on claim deletion, deletes) those EBS volumes: whatever claims a volume must
+# depend on it, so `pulumi destroy` deletes the claim while the driver still runs.
+EBS_CSI_DRIVER_ADDON: Final = "aws-ebs-csi-driver"
 
 
 class EksSupportError(UserError):

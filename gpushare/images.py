@@ -1,24 +1,233 @@
-"""Container images behind registry mirrors (`gpushare:registryMirrors`), as pure functions on plain data.
+"""Container images: where each comes from (its upstream home), whether it is pinned, and how registry mirrors
+(`gpushare:registryMirrors`) move it, as pure functions on plain data.
 
 A mirror such as an ECR pull-through cache serves one upstream registry under a repository prefix:
 `docker.io/projecthami/hami:v2.8.3` is pulled as `<account>.dkr.ecr.<region>.amazonaws.com/docker-hub/
 projecthami/hami:v2.8.3`. Tags and digests stay as they are; only the registry part changes.
+
+Config validation (`mirror_problem`, `provenance_problem` for the mock image) and the policy pack (rule
+`image-provenance`, over every image a plan runs) judge images with the same table and functions.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
+from gpushare import names
+
 DOCKER_HUB: Final = "docker.io"
+
+
+@dataclass(frozen=True)
+class ImageHome:
+    """Where the project that builds an image publishes it, and what in the stack runs it."""
+
+    reference: str  # registry/repository
+    project: str
+    runs: str
+    charts: tuple[str, ...]  # the releases that run it (the mock comes with HAMi's)
+
+    @property
+    def registry(self) -> str:
+        return self.reference.split("/", 1)[0]
+
+    @property
+    def path(self) -> str:
+        return self.reference.split("/", 1)[1]
+
+
+# Every image the stack runs, at its upstream home: the registry and namespace of the project that builds it (read
+# from each project's release workflow or chart defaults). Copies in a personal namespace or a fork are not listed:
+# the HAMi chart's certificate jobs default to docker.io/liangjw/ and docker.io/jettech/ kube-webhook-certgen, and
+# kube-prometheus-stack's (since 80.2.2) to ghcr.io/jkroepke/kube-webhook-certgen, a maintainer's fork of
+# ingress-nginx's; the stack runs ingress-nginx's own image for both instead. HAMi's kube-scheduler defaults to a
+# copy on registry.cn-hangzhou.aliyuncs.com/google_containers; the stack runs registry.k8s.io's.
+IMAGE_HOMES: Final = (
+    ImageHome(
+        "docker.io/projecthami/hami",
+        "Project-HAMi/HAMi",
+        "HAMi scheduler extender, device plugin, monitor",
+        (names.HAMI_CHART,),
+    ),
+    ImageHome(
+        "docker.io/projecthami/mock-device-plugin",
+        "Project-HAMi/mock-device-plugin",
+        "mock device plugin",
+        (names.HAMI_CHART,),
+    ),
+    ImageHome(
+        "docker.io/projecthami/hami-webui-fe-oss",
+        "Project-HAMi/HAMi-WebUI",
+        "HAMi-WebUI frontend",
+        (names.WEBUI_CHART,),
+    ),
+    ImageHome(
+        "docker.io/projecthami/hami-webui-be-oss", "Project-HAMi/HAMi-WebUI", "HAMi-WebUI backend", (names.WEBUI_CHART,)
+    ),
+    ImageHome("registry.k8s.io/kube-scheduler", "kubernetes/kubernetes", "HAMi's kube-scheduler", (names.HAMI_CHART,)),
+    # No release runs it: a warm-headroom PodTemplate names it, and Karpenter only simulates that template's pods.
+    ImageHome("registry.k8s.io/pause", "kubernetes/kubernetes", "warm-headroom PodTemplates (never pulled)", ()),
+    ImageHome(
+        "registry.k8s.io/ingress-nginx/kube-webhook-certgen",
+        "kubernetes/ingress-nginx",
+        "webhook certificate jobs of HAMi and kube-prometheus-stack",
+        (names.HAMI_CHART, names.KUBE_PROMETHEUS_STACK_CHART),
+    ),
+    ImageHome(
+        "nvcr.io/nvidia/k8s-device-plugin",
+        "NVIDIA/k8s-device-plugin",
+        "NVIDIA device plugin",
+        (names.NVIDIA_PLUGIN_CHART,),
+    ),
+    ImageHome("nvcr.io/nvidia/k8s/dcgm-exporter", "NVIDIA/dcgm-exporter", "GPU exporter", (names.DCGM_CHART,)),
+    ImageHome(
+        "public.ecr.aws/karpenter/controller",
+        "aws/karpenter-provider-aws",
+        "Karpenter controller",
+        (names.KARPENTER_CHART,),
+    ),
+    ImageHome(
+        "quay.io/prometheus-operator/prometheus-operator",
+        "prometheus-operator/prometheus-operator",
+        "Prometheus operator",
+        (names.KUBE_PROMETHEUS_STACK_CHART,),
+    ),
+    ImageHome(
+        "quay.io/prometheus-operator/prometheus-config-reloader",
+        "prometheus-operator/prometheus-operator",
+        "config reloader of Prometheus and Alertmanager",
+        (names.KUBE_PROMETHEUS_STACK_CHART,),
+    ),
+    ImageHome(
+        "quay.io/prometheus/prometheus", "prometheus/prometheus", "Prometheus", (names.KUBE_PROMETHEUS_STACK_CHART,)
+    ),
+    ImageHome(
+        "quay.io/prometheus/alertmanager",
+        "prometheus/alertmanager",
+        "Alertmanager",
+        (names.KUBE_PROMETHEUS_STACK_CHART,),
+    ),
+    ImageHome(
+        "quay.io/prometheus/node-exporter",
+        "prometheus/node_exporter",
+        "node exporter",
+        (names.KUBE_PROMETHEUS_STACK_CHART,),
+    ),
+    ImageHome("docker.io/grafana/grafana", "grafana/grafana", "Grafana", (names.KUBE_PROMETHEUS_STACK_CHART,)),
+    ImageHome(
+        "quay.io/kiwigrid/k8s-sidecar",
+        "kiwigrid/k8s-sidecar",
+        "Grafana's dashboard sidecar",
+        (names.KUBE_PROMETHEUS_STACK_CHART,),
+    ),
+    ImageHome(
+        "registry.k8s.io/kube-state-metrics/kube-state-metrics",
+        "kubernetes/kube-state-metrics",
+        "kube-state-metrics",
+        (names.KUBE_PROMETHEUS_STACK_CHART,),
+    ),
+)
 # Every registry an image of the stack comes from (its own values and the charts' defaults it pulls).
-UPSTREAM_REGISTRIES: Final = ("docker.io", "ghcr.io", "nvcr.io", "public.ecr.aws", "quay.io", "registry.k8s.io")
+UPSTREAM_REGISTRIES: Final = tuple(sorted({home.registry for home in IMAGE_HOMES}))
+# Registries where namespaces belong to whoever signs up (or to a project other than the image's): an image there is
+# the upstream one only at its exact home, and a mirror there is someone's namespace, not a mirror the stack's owner
+# runs. Docker Hub under its other names, the upstream registries above, GHCR, GCR, GitLab, Aliyun ACR.
+PUBLIC_REGISTRY: Final = re.compile(
+    r"^((registry-1|index)\.docker\.io|ghcr\.io|gcr\.io|registry\.gitlab\.com|registry(-vpc)?\.[a-z0-9-]+\.aliyuncs\.com|"
+    + "|".join(re.escape(registry) for registry in UPSTREAM_REGISTRIES)
+    + r")$"
+)
+# Image tags that move: an image pinned to one of them is not reproducible.
+FLOATING_TAGS: Final = frozenset({"", "latest", "main", "master"})
 # A mirror prefix: registry host (optionally :port), then optional repository path; no scheme, no trailing slash.
 MIRROR_PATTERN: Final = (
     r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)+(:[0-9]{1,5})?(/[a-z0-9]+([._-][a-z0-9]+)*)*$"
 )
 # Image value maps set in a chart's values: `{registry, repository, tag}` or `{repository, tag}`.
 ImageMaps = Mapping[str, Mapping[str, str]]
+
+
+@dataclass(frozen=True)
+class ChartImage:
+    """An image a chart pulls at a value path when the values leave it: `registry` None where the chart's
+    `repository` holds the registry; `pinned` whether the chart's own tag is fixed (its version or a literal)."""
+
+    registry: str | None
+    repository: str
+    tag: str  # the chart's default tag, for messages ("" when derived from the chart version)
+    pinned: bool
+
+    @property
+    def value_map(self) -> dict[str, str]:
+        """The chart's value map without its tag: what a mirror rewrites."""
+        return (
+            {"repository": self.repository}
+            if self.registry is None
+            else {
+                "registry": self.registry,
+                "repository": self.repository,
+            }
+        )
+
+
+# What each chart pulls by default (values.yaml at the pinned versions; read, not vendored):
+# - hami 2.7.0-2.10.0 charts/hami/values.yaml and templates/_helpers.tpl: the extender, device plugin and monitor take
+#   global.imageTag (the chart version) over their own tag; kube-scheduler's empty tag becomes the live API server's
+#   version at `helm install` (resolvedKubeSchedulerTag), so it floats; the certificate jobs run a personal image
+#   (scheduler.patch.imageNew; its `image` twin runs only below Kubernetes 1.22, templates/scheduler/job-patch).
+# - karpenter 1.14-1.15 charts/karpenter/values.yaml controller.image (tag and digest, the chart's appVersion).
+# - nvidia-device-plugin 0.20 deployments/helm/nvidia-device-plugin/values.yaml image (tag v<appVersion>).
+# - kube-prometheus-stack 88.5.3 values.yaml and its subcharts grafana 12.11.1, kube-state-metrics 8.4.0,
+#   prometheus-node-exporter 4.56.1 (tags from their appVersions); its webhook jobs run a fork (see IMAGE_HOMES).
+# - dcgm-exporter 4.8.3 deployment/values.yaml image (the chart's own tag); hami-webui 1.2.0 charts/hami-webui/
+#   values.yaml image.frontend and image.backend (tag `main`, floating).
+CHART_IMAGES: Final[Mapping[str, Mapping[str, ChartImage]]] = {
+    names.HAMI_CHART: {
+        "scheduler.extender.image": ChartImage("docker.io", "projecthami/hami", "", True),
+        "devicePlugin.image": ChartImage("docker.io", "projecthami/hami", "", True),
+        "devicePlugin.monitor.image": ChartImage("docker.io", "projecthami/hami", "", True),
+        "scheduler.kubeScheduler.image": ChartImage(
+            "registry.cn-hangzhou.aliyuncs.com", "google_containers/kube-scheduler", "", False
+        ),
+        "scheduler.patch.imageNew": ChartImage("docker.io", "liangjw/kube-webhook-certgen", "v1.1.1", True),
+    },
+    names.KARPENTER_CHART: {"controller.image": ChartImage(None, "public.ecr.aws/karpenter/controller", "", True)},
+    names.NVIDIA_PLUGIN_CHART: {"image": ChartImage(None, "nvcr.io/nvidia/k8s-device-plugin", "", True)},
+    names.KUBE_PROMETHEUS_STACK_CHART: {
+        "prometheusOperator.image": ChartImage("quay.io", "prometheus-operator/prometheus-operator", "", True),
+        "prometheusOperator.prometheusConfigReloader.image": ChartImage(
+            "quay.io", "prometheus-operator/prometheus-config-reloader", "", True
+        ),
+        "prometheusOperator.admissionWebhooks.patch.image": ChartImage(
+            "ghcr.io", "jkroepke/kube-webhook-certgen", "1.8.7", True
+        ),
+        "prometheus.prometheusSpec.image": ChartImage("quay.io", "prometheus/prometheus", "", True),
+        "alertmanager.alertmanagerSpec.image": ChartImage("quay.io", "prometheus/alertmanager", "", True),
+        "grafana.image": ChartImage("docker.io", "grafana/grafana", "", True),
+        "grafana.sidecar.image": ChartImage("quay.io", "kiwigrid/k8s-sidecar", "", True),
+        "kube-state-metrics.image": ChartImage("registry.k8s.io", "kube-state-metrics/kube-state-metrics", "", True),
+        "prometheus-node-exporter.image": ChartImage("quay.io", "prometheus/node-exporter", "", True),
+    },
+    names.DCGM_CHART: {"image": ChartImage(None, "nvcr.io/nvidia/k8s/dcgm-exporter", "", True)},
+    names.WEBUI_CHART: {
+        "image.frontend": ChartImage(None, "projecthami/hami-webui-fe-oss", "main", False),
+        "image.backend": ChartImage(None, "projecthami/hami-webui-be-oss", "main", False),
+    },
+}
+# Charts whose templates put `global.imageRegistry` in front of every image they pull (HAMi's common.images.image;
+# kube-prometheus-stack's templates and subcharts), and HAMi's images that take `global.imageTag` over their own tag.
+GLOBAL_REGISTRY_CHARTS: Final = (names.HAMI_CHART, names.KUBE_PROMETHEUS_STACK_CHART)
+GLOBAL_TAG_IMAGES: Final = {
+    names.HAMI_CHART: ("scheduler.extender.image", "devicePlugin.image", "devicePlugin.monitor.image")
+}
+
+
+def chart_image_maps(chart: str, paths: tuple[str, ...] | None = None) -> dict[str, dict[str, str]]:
+    """The chart's default image value maps (all, or those at `paths`): what a renderer writes out for a mirror."""
+    return {path: image.value_map for path, image in CHART_IMAGES[chart].items() if paths is None or path in paths}
 
 
 def split_reference(image: str) -> tuple[str, str, str]:
@@ -100,3 +309,134 @@ def _merge_at(values: Mapping[str, Any], path: list[str], image: Mapping[str, st
     current = values.get(head, {})
     merged = _merge_at(current, rest, image) if rest else {**image, **current}
     return {**values, head: merged}
+
+
+def _reference_path(image: str) -> tuple[str, str]:
+    """(registry, repository path) of an image reference, tag and digest dropped."""
+    return split_registry(split_reference(image)[0])
+
+
+def home_of(image: str) -> ImageHome | None:
+    """The upstream home `image` is, or mirrors: on a public registry only the home itself; on any other host a
+    repository path ending with a home's path (a mirror's `<prefix>/<upstream path>`). None for anything else."""
+    registry, path = _reference_path(image)
+    exact = next((home for home in IMAGE_HOMES if (home.registry, home.path) == (registry, path)), None)
+    if exact is not None or PUBLIC_REGISTRY.match(registry):
+        return exact
+    return next((home for home in IMAGE_HOMES if path == home.path or path.endswith(f"/{home.path}")), None)
+
+
+def provenance_problem(image: str) -> str | None:
+    """Why `image` is not its project's own (or a mirror of it), with what is allowed; None when it is."""
+    if home_of(image) is not None:
+        return None
+    registry, path = _reference_path(image)
+    name = path.rsplit("/", 1)[-1]
+    homes = [home.reference for home in IMAGE_HOMES if home.path.rsplit("/", 1)[-1] == name]
+    if not homes:
+        return (
+            f"{registry}/{path} is no image whose upstream home gpushare knows (gpushare/images.py IMAGE_HOMES); "
+            "allowed: an image listed there, at its home or behind a mirror of its registry"
+        )
+    what = (
+        "a personal namespace, a fork or a third-party copy"
+        if PUBLIC_REGISTRY.match(registry)
+        else "a path that mirrors none of its upstream homes"
+    )
+    return (
+        f"{registry}/{path} is not where its project publishes it ({what}); allowed: {', '.join(homes)}, or that "
+        "path behind a mirror of its registry (gpushare:registryMirrors)"
+    )
+
+
+def pin_problem(tag: str, digest: str) -> str | None:
+    """Why an image of this tag and digest may run other code on the next pull; None when it is pinned."""
+    if digest or tag not in FLOATING_TAGS:
+        return None
+    moving = "has no tag of its own" if not tag else f"tag {tag!r} moves"
+    return f"{moving}: every pull may run other code; allowed: a fixed version tag or a digest"
+
+
+def mirror_problem(prefix: str) -> str | None:
+    """Why a mirror prefix is no mirror the stack's owner runs, or None."""
+    host = prefix.split("/", 1)[0]
+    if not PUBLIC_REGISTRY.match(host):
+        return None
+    return (
+        f"{prefix!r} is a namespace on the public registry {host}, where anyone publishes under their own name: every "
+        "image of the mirrored registry would come from whoever owns it; allowed: a registry you run, e.g. an ECR "
+        "pull-through cache <account>.dkr.ecr.<region>.amazonaws.com/<prefix>"
+    )
+
+
+# The tag of a chart default that the chart derives from its own version: fixed for a chart version.
+CHART_TAG: Final = "<the chart's version>"
+
+
+@dataclass(frozen=True)
+class RunImage:
+    """An image a release runs: at a value path, as the chart composes it from the values and its defaults."""
+
+    path: str
+    reference: str  # registry/repository
+    tag: str
+    digest: str
+
+
+def _at(values: Any, path: str) -> Any:
+    for key in path.split("."):
+        values = values.get(key) if isinstance(values, Mapping) else None
+    return values
+
+
+def _text(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
+def release_images(chart: str, values: Mapping[str, Any]) -> list[RunImage]:
+    """Every image a release of `chart` runs: the chart's defaults (CHART_IMAGES) with the values merged over them as
+    its templates do, and every other image map the values set (a chart's `repository` + `tag`/`digest`/`sha`)."""
+    found: list[RunImage] = []
+    known = CHART_IMAGES.get(chart, {})
+    global_registry = _text(_at(values, "global.imageRegistry")) if chart in GLOBAL_REGISTRY_CHARTS else ""
+    global_tag = _at(values, "global")
+    for path, default in known.items():
+        given = _at(values, path)
+        given = given if isinstance(given, Mapping) else {}
+        repository = _text(given.get("repository")) or default.repository
+        registry = global_registry or _text(given.get("registry")) or (default.registry or "")
+        tag = _text(given.get("tag")) if "tag" in given else (default.tag or (CHART_TAG if default.pinned else ""))
+        if path in GLOBAL_TAG_IMAGES.get(chart, ()) and isinstance(global_tag, Mapping) and "imageTag" in global_tag:
+            tag = _text(global_tag["imageTag"]) or _text(given.get("tag"))
+        digest = _text(given.get("digest") or given.get("sha"))
+        found.append(RunImage(path, f"{registry}/{repository}" if registry else repository, tag, digest))
+    for path, image in _image_maps(values):
+        if path not in known:
+            registry = global_registry or _text(image.get("registry"))
+            repository = _text(image.get("repository"))
+            found.append(
+                RunImage(
+                    path,
+                    f"{registry}/{repository}" if registry else repository,
+                    _text(image.get("tag")),
+                    _text(image.get("digest") or image.get("sha")),
+                )
+            )
+    return found
+
+
+def _image_maps(values: Any, path: str = "") -> list[tuple[str, Mapping[str, Any]]]:
+    found: list[tuple[str, Mapping[str, Any]]] = []
+    if isinstance(values, Mapping):
+        for key, value in values.items():
+            here = f"{path}.{key}" if path else str(key)
+            if is_image_map(value):
+                found.append((here, value))
+            else:
+                found += _image_maps(value, here)
+    return found
+
+
+def registries(charts: set[str]) -> set[str]:
+    """The registries the images of these releases come from (the stack's own images with them)."""
+    return {home.registry for home in IMAGE_HOMES if set(home.charts) & charts}

@@ -43,6 +43,18 @@ BUDGET_NODES: Final = crd_regex(BUDGET_NODES_PATTERN)
 BUDGET_SCHEDULE: Final = crd_regex(BUDGET_SCHEDULE_PATTERN)
 CONSOLIDATION_POLICIES: Final = ("WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced")
 
+
+def reasons_never_disrupted(consolidation_policy: str, consolidate_after: str) -> frozenset[str]:
+    """Budget reasons a NodePool of this policy never disrupts a node for (sigs.k8s.io/karpenter v1.14
+    pkg/controllers/disruption: emptiness.go and consolidation.go skip every candidate when consolidateAfter is Never;
+    consolidation.go leaves a WhenEmpty pool's non-empty nodes alone, so nothing is Underutilized there)."""
+    if consolidate_after == "Never":
+        return frozenset({"Empty", "Underutilized"})
+    if consolidation_policy == "WhenEmpty":
+        return frozenset({"Underutilized"})
+    return frozenset()
+
+
 # karpenter.k8s.aws_ec2nodeclasses.yaml spec.tags: Karpenter sets these itself and refuses them (CEL), and any
 # `kubernetes.io/cluster...` key (the ownership tag).
 RESTRICTED_NODE_CLASS_TAGS: Final = (

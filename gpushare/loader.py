@@ -8,14 +8,14 @@ a team's pools can supply) call `capacity.py`, which itself reads the typed mode
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import date
 from typing import Annotated, Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from gpushare import compat, eks, names, pins
+from gpushare import compat, eks, images, karpenter_api, names, pins, versions
 from gpushare.aws_names import node_role_name, system_node_role_name
 from gpushare.capacity import (
     Headroom,
@@ -46,6 +46,7 @@ from gpushare.config import (
 from gpushare.errors import ConfigError, ConfigErrors, Problems, all_errors, key_path
 from gpushare.hami import CapacityError, node_capacity
 from gpushare.metrics import duration_seconds
+from gpushare.versions import parse_version
 
 
 def _config_key(loc: tuple[int | str, ...]) -> str:
@@ -141,6 +142,7 @@ def check_references(config: StackConfig, catalog: Catalog, today: date, section
     problems = Problems()
     if ready("cluster", "karpenter"):
         problems.check(_check_kubernetes_version, config, today)
+    problems.errors.extend(_check_minimum_versions(config, ready))
     if ready("cluster", "teams"):
         problems.errors.extend(_principals_once(config))
     if ready("cluster"):
@@ -188,6 +190,7 @@ def _check_teams(config: StackConfig, pools_valid: bool, cluster_valid: bool) ->
         problems.errors.extend(unknown)
         used.update(team.pools)
         if pools_valid and not unknown:
+            problems.check(_check_scheduler_policy_applies, config, i, team)
             problems.check(_check_quota, config, i, team)
             problems.check(_check_quota_admits_pools, config, i, team)
             if cluster_valid:
@@ -199,6 +202,69 @@ def _check_teams(config: StackConfig, pools_valid: bool, cluster_valid: bool) ->
                 ConfigError(f"{PROJECT}:pools[{i}].name", f"no team lists pool {pool.name!r}: it could never be used")
             )
     return problems.errors
+
+
+def _check_scheduler_policy_applies(config: StackConfig, index: int, team: TeamConfig) -> None:
+    """HAMi alone reads the scheduler policy annotations: on a team without a HAMi pool they change nothing."""
+    if team.scheduler_policy is not None and not config.uses_hami(team):
+        raise ConfigError(
+            f"{PROJECT}:teams[{index}].schedulerPolicy",
+            f"is set but none of the team's pools ({', '.join(team.pools)}) has sharing hami: only HAMi reads the "
+            "policy, and none of the team's pods goes through HAMi; allowed: drop schedulerPolicy, or give the team "
+            "a HAMi pool",
+        )
+
+
+def ineffective_keys(config: StackConfig) -> list[str]:
+    """Keys the stack file sets that change nothing in this combination and mislead no one: one warning line each
+    (`make plan` prints them, `pulumi up` logs them). Combinations that would make someone believe a thing is done
+    (an alert receiver without monitoring, a scheduler policy no HAMi reads) are refused instead."""
+    found: list[str] = []
+    monitoring = config.monitoring
+    if not monitoring.enabled:
+        found += [
+            f"{PROJECT}:monitoring.{key}: has no effect while gpushare:monitoring.enabled is false: nothing is "
+            "deployed that reads it"
+            for key in monitoring.given("retention", "storage_size", "storage_class", "alerts")
+        ]
+    if not any(pool.sharing == names.SHARING_HAMI for pool in config.pools):
+        found += [
+            f"{PROJECT}:hami.{key}: has no effect: no pool has sharing hami, so HAMi slices no GPU and the mock "
+            "registers on no node"
+            for key in config.hami.given("profile", "scheduler_policy", "mock_device_plugin_image")
+        ]
+    charts = config.charts()
+    if config.given("nvidia_device_plugin") and names.NVIDIA_PLUGIN_CHART not in charts:
+        found.append(
+            f"{PROJECT}:nvidiaDevicePlugin: has no effect: every pool has sharing hami, so the NVIDIA device plugin "
+            "is not deployed"
+        )
+    pulled = images.registries(charts) | {images.split_registry(config.hami.mock_device_plugin_image)[0]}
+    found += [
+        f"{PROJECT}:registryMirrors.{registry}: has no effect: no image this stack deploys comes from {registry} "
+        f"(they come from {', '.join(sorted(pulled))})"
+        for registry in config.registry_mirrors
+        if registry not in pulled
+    ]
+    for i, pool in enumerate(config.pools):
+        disruption = pool.disruption
+        never = karpenter_api.reasons_never_disrupted(disruption.consolidation_policy, disruption.consolidate_after)
+        found += [
+            f"{PROJECT}:pools[{i}].disruption.budgets[{j}].reasons: {list(budget.reasons)} has no effect: a pool with "
+            f"consolidationPolicy {disruption.consolidation_policy} and consolidateAfter "
+            f"{disruption.consolidate_after} never disrupts a node for those reasons, so the budget never limits "
+            "anything"
+            for j, budget in enumerate(disruption.budgets)
+            if budget.reasons and set(budget.reasons) <= never
+        ]
+    found += [
+        f"{PROJECT}:teams[{i}].spotOnly: has no effect: every pool of the team ({', '.join(team.pools)}) offers spot "
+        "capacity only"
+        for i, team in enumerate(config.teams)
+        if team.spot_only
+        and all(config.pool(name).capacity_types == (names.CAPACITY_TYPE_SPOT,) for name in team.pools)
+    ]
+    return found
 
 
 def _check_kubernetes_version(config: StackConfig, today: date) -> None:
@@ -219,6 +285,68 @@ def _check_kubernetes_version(config: StackConfig, today: date) -> None:
         )
     if problem is not None:
         raise ConfigError(f"{PROJECT}:cluster.kubernetesVersion", problem)
+
+
+KARPENTER_VERSION_KEY = f"{PROJECT}:karpenter.chartVersion"
+KUBERNETES_VERSION_KEY = f"{PROJECT}:cluster.kubernetesVersion"
+
+
+def _check_minimum_versions(config: StackConfig, ready: Callable[..., bool]) -> list[ConfigError]:
+    """Every feature the config renders against the version of its component the stack holds
+    (gpushare/minimum-versions.yaml), and Karpenter against the cluster's Kubernetes minor; MutatingAdmissionPolicy's
+    keys are judged by _check_admission and NodeOverlay's by the config schema."""
+    used: list[tuple[str, str, str, str, str]] = []  # (feature, key, version, key holding it, the other way out)
+    if ready("pools", "karpenter"):
+        used += [
+            (
+                "balanced-consolidation",
+                f"{PROJECT}:pools[{i}].disruption.consolidationPolicy",
+                config.karpenter.chart_version,
+                KARPENTER_VERSION_KEY,
+                "WhenEmpty or WhenEmptyOrUnderutilized",
+            )
+            for i, pool in enumerate(config.pools)
+            if pool.disruption.consolidation_policy == "Balanced"
+        ]
+    if ready("pools", "nvidia_device_plugin"):
+        used += [
+            (
+                "time-slicing",
+                f"{PROJECT}:pools[{i}].sharing",
+                config.nvidia_device_plugin.chart_version,
+                f"{PROJECT}:nvidiaDevicePlugin.chartVersion",
+                "sharing hami or exclusive",
+            )
+            for i, pool in enumerate(config.pools)
+            if pool.sharing == names.SHARING_TIMESLICE
+        ]
+    if ready("cluster", "teams"):
+        kubernetes = config.cluster.kubernetes_version
+        used.append(("validating-admission-policy", KUBERNETES_VERSION_KEY, kubernetes, KUBERNETES_VERSION_KEY, ""))
+    if ready("cluster", "monitoring") and config.monitoring.enabled and config.monitoring.existing_prometheus is None:
+        kubernetes = config.cluster.kubernetes_version
+        used.append(
+            ("statefulset-pvc-retention", f"{PROJECT}:monitoring.enabled", kubernetes, KUBERNETES_VERSION_KEY, "")
+        )
+    errors = [
+        ConfigError(key, problem)
+        for feature, key, version, held_by, instead in used
+        if (problem := versions.too_old(feature, version, held_by, instead)) is not None
+    ]
+    if not ready("cluster", "karpenter"):
+        return errors
+    karpenter, kubernetes = config.karpenter.chart_version, config.cluster.kubernetes_version
+    needed = versions.karpenter_for_kubernetes(kubernetes)
+    if needed is not None and parse_version(karpenter) < parse_version(needed):
+        errors.append(
+            ConfigError(
+                KARPENTER_VERSION_KEY,
+                f"{karpenter} does not run with Kubernetes {kubernetes} ({KUBERNETES_VERSION_KEY}): Karpenter's "
+                f"compatibility matrix needs {needed} or newer there; allowed: {needed} or newer, or an older "
+                "kubernetesVersion",
+            )
+        )
+    return errors
 
 
 def _unique_names(key: str, values: list[str]) -> None:

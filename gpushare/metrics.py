@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import yaml
 
@@ -61,3 +61,25 @@ def bounded_ratios() -> list[dict[str, Any]]:
     """Ratios of two series of one metric that cannot exceed `max` (metric, numerator and denominator label
     values, max, why)."""
     return [ratio for component in metric_catalog().values() for ratio in component.get("ratios") or ()]
+
+
+# The labels the prometheus-operator gives every ServiceMonitor target (pkg/prometheus/promcfg.go
+# generateServiceMonitorConfig, v0.93.0), and Prometheus's own `instance`.
+TARGET_LABELS: Final = ("namespace", "service", "pod", "container", "endpoint", "job", "instance")
+
+
+def component_of(metric: str) -> str | None:
+    """The component of metrics.yaml that exports `metric`."""
+    return next((name for name, component in metric_catalog().items() if metric in component["metrics"]), None)
+
+
+def exported_labels(metric: str) -> frozenset[str]:
+    """The labels the exporter writes on `metric` (`label_*` stands for a family): the metric's own list where
+    metrics.yaml reads one per metric, else its component's."""
+    component = metric_catalog()[component_of(metric) or ""]
+    return frozenset((component.get("metricLabels") or {}).get(metric) or component.get("labels") or ())
+
+
+def scrape(metric: str) -> dict[str, Any]:
+    """How the stack's Prometheus scrapes `metric` (metrics.yaml `scrape`)."""
+    return dict(metric_catalog()[component_of(metric) or ""].get("scrape") or {})

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from gpushare import eks
-from tests.conftest import raw_stack
+from gpushare.loader import load_stack_config
+from tests.conftest import PLAN_DATE, raw_stack
 from tools.offline import run_program
 
 STACKS = ("dev", "prod")
@@ -320,3 +321,15 @@ def test_extended_support_reaches_the_cluster_and_keeps_a_version_past_standard_
     recorded = run_program(raw, "dev", end).recorded
     [cluster] = [r for r in recorded if r["type"] == "eks:index:Cluster"]
     assert (cluster["inputs"]["version"], cluster["inputs"]["upgradePolicy"]) == ("1.34", {"supportType": "EXTENDED"})
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_the_config_names_the_charts_the_program_deploys(stack, plans):
+    """StackConfig.charts(), which the config checks read, is what the plan holds."""
+    config = load_stack_config(raw_stack(stack), today=PLAN_DATE)
+    deployed = {
+        r["inputs"]["chart"].rsplit("/", 1)[-1]
+        for r in plans[stack]["resources"]
+        if r["type"] == "kubernetes:helm.sh/v3:Release"
+    }
+    assert config.charts() == deployed

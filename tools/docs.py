@@ -20,6 +20,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from e2e.simulator.trace import Trace
+from gpushare import images, versions
 from gpushare.catalog import load_catalog
 from gpushare.config import PROJECT, StackConfig
 from gpushare.errors import UserError
@@ -203,12 +204,38 @@ def policy_config_table() -> str:
     return "\n".join(lines)
 
 
+def minimum_versions_table() -> str:
+    """Each feature's minimum version, and Karpenter's per Kubernetes minor, from gpushare/minimum-versions.yaml."""
+    lines = ["| feature | needs | set by | on an older version | source |", "|---|---|---|---|---|"]
+    for entry in versions.table().features.values():
+        keys = ", ".join(_code(key) for key in entry.keys) or "(hand-edited objects)"
+        lines.append(
+            f"| {_text(entry.what)} | {versions.COMPONENT_NAMES[entry.component]} {entry.minimum} | {keys} "
+            f"| {_text(entry.breaks)} | {_text(entry.source)} |"
+        )
+    for minor, karpenter in versions.table().karpenter_for_kubernetes.items():
+        lines.append(
+            f"| Kubernetes {minor} | Karpenter {karpenter} | `gpushare:karpenter.chartVersion` | Karpenter's "
+            "compatibility matrix does not admit it | aws/karpenter-provider-aws upgrading/compatibility.md |"
+        )
+    return "\n".join(lines)
+
+
+def image_homes_table() -> str:
+    """Every image the stack runs and its upstream home, from gpushare/images.py."""
+    lines = ["| image | runs | built by |", "|---|---|---|"]
+    lines += [f"| `{home.reference}` | {_text(home.runs)} | {home.project} |" for home in images.IMAGE_HOMES]
+    return "\n".join(lines)
+
+
 TABLES: dict[str, Callable[[], str]] = {
     "config-table": config_table,
     "catalog-table": catalog_table,
     "trace-table": trace_table,
     "policy-table": policy_table,
     "policy-config-table": policy_config_table,
+    "minimum-versions-table": minimum_versions_table,
+    "image-homes-table": image_homes_table,
 }
 
 

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import runpy
+import sys
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -167,12 +169,31 @@ class RecordingMonitor(mocks.MockMonitor):
         return resource_pb2.RegisterResourceResponse(urn=urn, id=resource_id, object=state_proto)
 
 
+class _EngineLog(logging.Formatter):
+    """The program's pulumi.log lines as the Pulumi CLI shows them: `warning: <message>` on stderr."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return f"{record.levelname.lower()}: {record.getMessage()}"
+
+
+def _engine_logger() -> logging.Logger:
+    """Writing to the stderr of this run (a test's captured stream is another each time)."""
+    logger = logging.getLogger("gpushare.offline.engine")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_EngineLog())
+    logger.handlers = [handler]
+    logger.propagate = False
+    return logger
+
+
 def run_program(raw_config: dict[str, Any], stack: str, today: date) -> RecordingMonitor:
     """Run __main__.py with `raw_config` (a stack file's config map), judged on `today` (its PLAN_DATE), and return
     what it registered."""
     pulumi.runtime.set_all_config({key: _config_text(value) for key, value in raw_config.items()})
     monitor = RecordingMonitor(PlanMocks(str(raw_config.get("aws:region", "us-east-1"))))
-    mocks.set_mocks(monitor.mocks, project="gpushare", stack=stack, preview=False, monitor=monitor)
+    mocks.set_mocks(
+        monitor.mocks, project="gpushare", stack=stack, preview=False, monitor=monitor, logger=_engine_logger()
+    )
     _sync_await(run_pulumi_func(lambda: runpy.run_path(str(PROGRAM), {"PLAN_DATE": today}, run_name="__main__")))
     # Under mocks the root stack is finished before the program runs, so exports are read off it here.
     for key, value in settings.get_root_resource().outputs.items():

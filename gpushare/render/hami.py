@@ -18,16 +18,13 @@ CERTGEN_IMAGE = {
     "repository": "ingress-nginx/kube-webhook-certgen",
     "tag": pins.image_tag("registry.k8s.io/ingress-nginx/kube-webhook-certgen"),
 }
-# Images the HAMi chart (2.7.0 to 2.10.0, charts/hami/values.yaml) pulls by default, written out when a mirror
-# covers them; the tag stays the chart's (global.imageTag, the chart version). Its mock DaemonSet is off.
-HAMI_CHART_IMAGES: images.ImageMaps = {
-    "scheduler.extender.image": {"registry": "docker.io", "repository": "projecthami/hami"},
-    "devicePlugin.image": {"registry": "docker.io", "repository": "projecthami/hami"},
-    "devicePlugin.monitor.image": {"registry": "docker.io", "repository": "projecthami/hami"},
-}
-# NVIDIA device plugin chart (deployments/helm/nvidia-device-plugin/values.yaml, 0.20.0): one image for every
-# DaemonSet it renders, tagged v<appVersion> unless set.
-NVIDIA_PLUGIN_CHART_IMAGES: images.ImageMaps = {"image": {"repository": "nvcr.io/nvidia/k8s-device-plugin"}}
+# Images the HAMi chart pulls by default that the stack keeps (gpushare/images.py CHART_IMAGES), written out when a
+# mirror covers them; the tag stays the chart's (global.imageTag, the chart version). Its mock DaemonSet is off.
+HAMI_CHART_IMAGES: images.ImageMaps = images.chart_image_maps(
+    names.HAMI_CHART, ("scheduler.extender.image", "devicePlugin.image", "devicePlugin.monitor.image")
+)
+# NVIDIA device plugin chart: one image for every DaemonSet it renders, tagged v<appVersion> unless set.
+NVIDIA_PLUGIN_CHART_IMAGES: images.ImageMaps = images.chart_image_maps(names.NVIDIA_PLUGIN_CHART)
 GPU_TOLERATION = {"key": names.GPU_TAINT["key"], "operator": "Exists", "effect": names.GPU_TAINT["effect"]}
 HAMI_NODE_SELECTOR = {names.HAMI_NODE_LABEL[0]: names.HAMI_NODE_LABEL[1]}
 MOCK_LABELS = {"app.kubernetes.io/name": names.MOCK_NAME, "app.kubernetes.io/part-of": "gpushare"}

@@ -16,9 +16,9 @@ ROOT_VOLUME_SIZE = "200Gi"
 OVERLAY_WEIGHT = 10
 # Beyond the drain itself, deleting a NodePool waits for instance termination and finalizers.
 DELETE_SLACK_MINUTES = 15
-# The controller image the karpenter chart pulls (charts/karpenter/values.yaml controller.image, 1.14.1); its
-# tag and digest stay the chart's, and ECR pull-through caches keep digests.
-KARPENTER_CHART_IMAGES: images.ImageMaps = {"controller.image": {"repository": "public.ecr.aws/karpenter/controller"}}
+# The controller image the karpenter chart pulls (gpushare/images.py CHART_IMAGES); its tag and digest stay the
+# chart's, and ECR pull-through caches keep digests.
+KARPENTER_CHART_IMAGES: images.ImageMaps = images.chart_image_maps(names.KARPENTER_CHART)
 
 
 def pool_labels(pool: PoolConfig) -> dict[str, str]:

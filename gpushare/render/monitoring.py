@@ -30,9 +30,11 @@ from typing import Any, Final
 import yaml
 
 from gpushare import compat, images, names, pins
+from gpushare.alertmanager import NULL_RECEIVER, RECEIVER_CONFIGS, SECRETS_DIR, SILENT_ALERTS
 from gpushare.config import AlertReceiverConfig, MonitoringConfig, StackConfig
 from gpushare.files import SAFE_LOADER
 from gpushare.render import alerts
+from gpushare.render.hami import CERTGEN_IMAGE
 from gpushare.render.stack import HelmRelease
 
 CHART_KEYS_PATH = Path(__file__).resolve().parent.parent / "monitoring" / "chart-keys.yaml"
@@ -40,37 +42,19 @@ CHART_KEYS_PATH = Path(__file__).resolve().parent.parent / "monitoring" / "chart
 DCGM_IMAGE: Final = "nvcr.io/nvidia/k8s/dcgm-exporter"
 
 
-def _chart_image(reference: str) -> dict[str, str]:
-    """A chart's image value map (registry, repository, tag) for a pinned `registry/repository`."""
-    registry, _, repository = reference.partition("/")
-    return {"registry": registry, "repository": repository, "tag": pins.image_tag(reference)}
-
-
-# Images each chart pulls by default, written out (with the chart's own tag, so nothing floats) when a mirror
-# covers their registry. kube-prometheus-stack 88.5.3 values.yaml, appVersion v0.93.1 for the operator and its
-# config reloader; subcharts grafana 12.11.1 (appVersion 13.2.0), kube-state-metrics 8.4.0 (v2.20.0),
-# prometheus-node-exporter 4.56.1 (v1.12.1; the `-distroless` suffix the parent chart selects is appended by the
-# subchart). Left out, as they never run here: the CRD upgrade job, the operator's webhook Deployment and
-# Thanos (all off), Grafana's init, dashboard-download, image-renderer and `helm test` images.
+# Images each chart pulls by default (gpushare/images.py CHART_IMAGES), written out when a mirror covers their
+# registry; kube-prometheus-stack's with the tag pinned beside the chart (pins.yaml), so nothing floats. Left out, as
+# they never run here: the CRD upgrade job, the operator's webhook Deployment and Thanos (all off), Grafana's init,
+# dashboard-download, image-renderer and `helm test` images. The webhook-certificate jobs run ingress-nginx's own
+# image, set in the values whether mirrored or not (the chart's default is a fork: gpushare/images.py).
+KPS_CERTGEN_PATH: Final = "prometheusOperator.admissionWebhooks.patch.image"
 KPS_CHART_IMAGES: Final[images.ImageMaps] = {
-    "prometheusOperator.image": _chart_image("quay.io/prometheus-operator/prometheus-operator"),
-    "prometheusOperator.prometheusConfigReloader.image": _chart_image(
-        "quay.io/prometheus-operator/prometheus-config-reloader"
-    ),
-    "prometheusOperator.admissionWebhooks.patch.image": _chart_image("ghcr.io/jkroepke/kube-webhook-certgen"),
-    "prometheus.prometheusSpec.image": _chart_image("quay.io/prometheus/prometheus"),
-    "alertmanager.alertmanagerSpec.image": _chart_image("quay.io/prometheus/alertmanager"),
-    "grafana.image": _chart_image("docker.io/grafana/grafana"),
-    "grafana.sidecar.image": _chart_image("quay.io/kiwigrid/k8s-sidecar"),
-    "kube-state-metrics.image": _chart_image("registry.k8s.io/kube-state-metrics/kube-state-metrics"),
-    "prometheus-node-exporter.image": _chart_image("quay.io/prometheus/node-exporter"),
+    path: {**image.value_map, "tag": pins.image_tag(f"{image.registry}/{image.repository}")}
+    for path, image in images.CHART_IMAGES[names.KUBE_PROMETHEUS_STACK_CHART].items()
+    if path != KPS_CERTGEN_PATH
 }
-# dcgm-exporter 4.8.3 and hami-webui 1.2.0: the registry is part of `repository` (Docker Hub names are short).
-DCGM_CHART_IMAGES: Final[images.ImageMaps] = {"image": {"repository": DCGM_IMAGE}}
-WEBUI_CHART_IMAGES: Final[images.ImageMaps] = {
-    "image.frontend": {"repository": "projecthami/hami-webui-fe-oss"},
-    "image.backend": {"repository": "projecthami/hami-webui-be-oss"},
-}
+DCGM_CHART_IMAGES: Final[images.ImageMaps] = images.chart_image_maps(names.DCGM_CHART)
+WEBUI_CHART_IMAGES: Final[images.ImageMaps] = images.chart_image_maps(names.WEBUI_CHART)
 
 # Kubernetes objects of the stack's own Prometheus live here; the Grafana sidecar finds dashboards by label.
 DASHBOARD_LABEL: Final = ("grafana_dashboard", "1")
@@ -141,20 +125,9 @@ def prometheus_url(monitoring: MonitoringConfig) -> str:
     return f"http://{names.MONITORING_RELEASE}-prometheus.{names.MONITORING_NAMESPACE}.svc:9090"
 
 
-# The prometheus-operator mounts each Secret of alertmanagerSpec.secrets at <this>/<secret name> in Alertmanager.
-ALERTMANAGER_SECRETS_DIR: Final = "/etc/alertmanager/secrets"
-# kube-prometheus-stack's own receiver for what must reach no one: Watchdog (always firing, a dead man's switch for
-# an external monitor) and InfoInhibitor (fires while info alerts exist, only to inhibit them).
-NULL_RECEIVER: Final = "null"
-SILENT_ALERTS: Final = ("Watchdog", "InfoInhibitor")
-# Alertmanager v0.34 (the chart's appVersion) reads each receiver's credential from a file: slack_configs
-# api_url_file, pagerduty_configs routing_key_file (Events API v2), webhook_configs url_file
-# (notify/{slack,pagerduty,webhook}/config.go), so the value stays in the Secret and out of the stack.
-RECEIVER_CONFIGS: Final = {
-    "slack": ("slack_configs", "api_url_file"),
-    "pagerduty": ("pagerduty_configs", "routing_key_file"),
-    "webhook": ("webhook_configs", "url_file"),
-}
+# Alertmanager v0.34 (the chart's appVersion) reads each receiver's credential from a file (RECEIVER_CONFIGS: slack
+# api_url_file, pagerduty routing_key_file, webhook url_file), which the prometheus-operator mounts from the Secrets
+# of alertmanagerSpec.secrets under SECRETS_DIR: the value stays in the Secret and out of the stack.
 
 
 def receiver_name(receiver: AlertReceiverConfig) -> str:
@@ -168,7 +141,7 @@ def alertmanager_config(receiver: AlertReceiverConfig) -> dict[str, Any]:
     (`route.routes`, `receivers`) are written whole, "null" kept for the route to it."""
     configs, file_key = RECEIVER_CONFIGS[receiver.type]
     target: dict[str, Any] = {
-        file_key: f"{ALERTMANAGER_SECRETS_DIR}/{receiver.secret_name}/{receiver.secret_key}",
+        file_key: f"{SECRETS_DIR}/{receiver.secret_name}/{receiver.secret_key}",
         "send_resolved": True,
     }
     if receiver.slack_channel is not None:
@@ -197,7 +170,10 @@ def kube_prometheus_stack_values(config: StackConfig) -> dict[str, Any]:
     system = _system_nodes()
     values = {
         "fullnameOverride": names.MONITORING_RELEASE,
-        "prometheusOperator": {"nodeSelector": system},
+        "prometheusOperator": {
+            "nodeSelector": system,
+            "admissionWebhooks": {"patch": {"image": dict(CERTGEN_IMAGE)}},
+        },
         "alertmanager": _alertmanager(monitoring),
         "prometheus": {
             "prometheusSpec": {
@@ -280,11 +256,10 @@ def webui_values(config: StackConfig) -> dict[str, Any]:
 
 def monitoring_releases(config: StackConfig) -> list[HelmRelease]:
     """kube-prometheus-stack (unless an existing Prometheus is named), dcgm-exporter, HAMi-WebUI."""
-    monitoring = config.monitoring
-    if not monitoring.enabled:
+    if not config.monitoring.enabled:
         return []
     releases = []
-    if monitoring.existing_prometheus is None:
+    if names.KUBE_PROMETHEUS_STACK_CHART in config.charts():
         releases.append(
             HelmRelease(
                 names.MONITORING_RELEASE,

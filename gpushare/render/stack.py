@@ -70,7 +70,7 @@ def helm_releases(config: StackConfig) -> list[HelmRelease]:
             hami.hami_values(config),
         ),
     ]
-    if any(pool.sharing != names.SHARING_HAMI for pool in config.pools):
+    if names.NVIDIA_PLUGIN_CHART in config.charts():
         releases.append(
             HelmRelease(
                 names.NVIDIA_PLUGIN_RELEASE,

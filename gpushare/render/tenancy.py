@@ -16,20 +16,17 @@ from typing import Any
 from gpushare import compat, names
 from gpushare.capacity import container_limits, pool_plans
 from gpushare.config import CONTAINER_DEFAULT_CPU, CONTAINER_DEFAULT_MEMORY, Priority, StackConfig, TeamConfig
+from gpushare.tiers import TIERS
 
 ADMISSION_API = "admissionregistration.k8s.io/v1"
 # Resources a HAMi pod asks for (the names HAMi's chart values resourceName/resourceMem/... register).
 HAMI_RESOURCES = (names.GPU, names.GPU_MEMORY, names.GPU_CORES, names.GPU_MEMORY_PERCENTAGE)
 # Every GPU resource a pod can ask: HAMi's, and the time-sliced replicas the NVIDIA plugin registers.
 GPU_RESOURCES = (*HAMI_RESOURCES, names.GPU_SHARED)
-# Tier -> (value, preemptionPolicy). Values spaced tenfold, far below system-cluster-critical (2000000000).
+# Tier -> (value, preemptionPolicy), from gpushare/tiers.py (what each tier promises, which the pack checks).
 # batch never preempts: it is the tier others evict, and a batch job waits for capacity (Karpenter still
 # launches nodes for it) instead of evicting pods of workloads outside gpushare's tiers.
-PRIORITIES: dict[Priority, tuple[int, str]] = {
-    "critical": (1_000_000, "PreemptLowerPriority"),
-    "standard": (100_000, "PreemptLowerPriority"),
-    "batch": (10_000, "Never"),
-}
+PRIORITIES: dict[str, tuple[int, str]] = {tier.name: (tier.value, tier.preemption_policy) for tier in TIERS}
 
 
 def _any_container(predicate: str) -> str:

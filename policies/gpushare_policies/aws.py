@@ -136,3 +136,57 @@ def node_role_arns(view: StackView) -> set[str]:
 
 def cluster_names(view: StackView) -> set[str]:
     return {str(c.get("name") or c.name) for c in view.eks_clusters()}
+
+
+ROLE = "aws:iam/role:Role"
+POLICY = "aws:iam/policy:Policy"
+ROLE_POLICY_ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
+POLICY_ATTACHMENT = "aws:iam/policyAttachment:PolicyAttachment"
+# AWS managed policies that are an administrator or can make themselves one (IAM User Guide, "AWS managed policies
+# for job functions": AdministratorAccess and PowerUserAccess; IAMFullAccess grants iam:* on *, so its holder can
+# attach AdministratorAccess to itself).
+ADMIN_MANAGED_POLICIES = ("AdministratorAccess", "PowerUserAccess", "IAMFullAccess")
+# Actions that hand their holder any permission when granted on every resource: writing or attaching policies,
+# changing trust, passing or assuming any role (IAM User Guide, privilege escalation via iam:PassRole).
+ESCALATING_ACTIONS = (
+    "iam:AttachRolePolicy",
+    "iam:AttachUserPolicy",
+    "iam:PutRolePolicy",
+    "iam:PutUserPolicy",
+    "iam:CreatePolicyVersion",
+    "iam:UpdateAssumeRolePolicy",
+    "iam:CreateAccessKey",
+    "iam:PassRole",
+    "sts:AssumeRole",
+)
+
+
+def managed_policy_name(arn: Any) -> str | None:
+    """`AdministratorAccess` for arn:<partition>:iam::aws:policy/[path/]AdministratorAccess; None for other ARNs."""
+    text = str(arn)
+    return text.rsplit("/", 1)[-1] if ":iam::aws:policy/" in text else None
+
+
+def admin_equivalent(statement: Statement) -> str | None:
+    """Why an Allow statement amounts to administrator access, or None."""
+    if statement.effect != "Allow":
+        return None
+    if "NotAction" in statement.inverted:
+        return "an Allow with NotAction grants every action it does not list"
+    if any(action.strip() in ("*", "*:*") for action in statement.actions):
+        return "Action * grants every action of every service"
+    everywhere = "*" in statement.resources or "NotResource" in statement.inverted
+    granted = [action for action in ESCALATING_ACTIONS if statement.grants(action)]
+    if everywhere and granted:
+        return (
+            f"{', '.join(granted)} on every resource lets the holder give itself any permission (attach a policy, "
+            "pass or assume an administrator role)"
+        )
+    return None
+
+
+def open_trust(statement: Statement) -> bool:
+    """An Allow of a trust policy whose principal is everyone, without a condition narrowing it."""
+    principal = statement.principal
+    everyone = principal == "*" or (isinstance(principal, dict) and "*" in _listed(principal.get("AWS")))
+    return statement.effect == "Allow" and everyone and not statement.condition

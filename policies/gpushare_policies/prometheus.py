@@ -55,3 +55,29 @@ def selection(release: Resource, kind: str) -> Selection:
 def agent_mode(release: Resource) -> bool:
     """prometheus.agentMode: the chart renders a PrometheusAgent, which evaluates no rules."""
     return release.get("values", "prometheus", "agentMode") is True
+
+
+@dataclass(frozen=True)
+class VolumeClaim:
+    """A volume the chart's Prometheus or Alertmanager claims: `spec` is the release path of its custom resource's
+    spec in the values, `storage` the key under it holding the claim (prometheusSpec.storageSpec and
+    alertmanagerSpec.storage: templates/prometheus/prometheus.yaml, templates/alertmanager/alertmanager.yaml at
+    88.5.3)."""
+
+    what: str
+    spec: tuple[str, ...]
+    storage: str
+
+    def template(self, release: Resource) -> Any:
+        """The claim template in the release's values, None when the component keeps no volume."""
+        return release.get(*self.spec, self.storage, "volumeClaimTemplate")
+
+    def path(self, *keys: str) -> str:
+        """`values.<spec>.<keys>` as messages name it."""
+        return ".".join((*self.spec, *keys))
+
+
+VOLUME_CLAIMS = (
+    VolumeClaim("Prometheus", SPEC, "storageSpec"),
+    VolumeClaim("Alertmanager", ("values", "alertmanager", "alertmanagerSpec"), "storage"),
+)

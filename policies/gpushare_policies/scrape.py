@@ -18,9 +18,10 @@ labels and port names. Written down from the chart templates (never rendered her
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from typing import Any
 
-from gpushare import names
+from gpushare import metrics, names
 
 from .hami import dra_enabled
 from .stack import Resource, StackView
@@ -100,3 +101,82 @@ def chart_services(view: StackView) -> list[ChartService]:
             )
         )
     return services
+
+
+SERVICE_MONITOR = f"kubernetes:{names.MONITORING_API}:ServiceMonitor"
+
+
+@dataclass(frozen=True)
+class ScrapedSeries:
+    """The labels a query sees on a metric as the stack's Prometheus scrapes it (gpushare/monitoring/metrics.yaml
+    `scrape`): the exporter's own, renamed exported_<name> where they clash with the target's and honorLabels is
+    off, plus the target's labels and its ServiceMonitor's relabelings."""
+
+    labels: frozenset[str]  # `label_*` stands for a family
+    target_namespaces: frozenset[str] | None  # the values `namespace` can hold when it is the target's
+    source: str  # how it is scraped, for messages
+
+    def carries(self, label: str) -> bool:
+        return any(fnmatchcase(label, name) for name in self.labels)
+
+
+def _relabelled(endpoint: Any) -> set[str]:
+    """Labels a ServiceMonitor endpoint's relabelings and metricRelabelings write."""
+    found: set[str] = set()
+    for key in ("relabelings", "metricRelabelings"):
+        steps = endpoint.get(key) if isinstance(endpoint, dict) else None
+        for step in steps if isinstance(steps, list) else []:
+            if isinstance(step, dict) and isinstance(step.get("targetLabel"), str):
+                found.add(step["targetLabel"])
+    return found
+
+
+def _service_monitor_scrape(view: StackView, name: str) -> tuple[bool, set[str], frozenset[str]] | None:
+    """(honorLabels, labels its relabelings write, namespaces of its targets) of the stack's ServiceMonitor `name`."""
+    monitors = view.objects(SERVICE_MONITOR, name)
+    if not monitors:
+        return None
+    monitor = monitors[0]
+    endpoints = monitor.get("spec", "endpoints")
+    endpoints = [e for e in endpoints if isinstance(e, dict)] if isinstance(endpoints, list) else []
+    matched = monitor.get("spec", "namespaceSelector", "matchNames")
+    own = monitor.get("metadata", "namespace")
+    namespaces = frozenset(str(n) for n in matched) if isinstance(matched, list) and matched else frozenset({str(own)})
+    relabelled = set().union(*(_relabelled(e) for e in endpoints)) if endpoints else set()
+    return any(e.get("honorLabels") is True for e in endpoints), relabelled, namespaces
+
+
+def scraped_series(view: StackView, metric: str) -> ScrapedSeries | None:
+    """What `metric` looks like in the stack's Prometheus; None when the stack does not say how it is scraped (an
+    unknown metric, a ServiceMonitor or release that is not in the stack)."""
+    if metrics.component_of(metric) is None:
+        return None
+    own, how = metrics.exported_labels(metric), metrics.scrape(metric)
+    targets = set(metrics.TARGET_LABELS)
+    if how.get("synthetic"):
+        every = [_relabelled(e) for m in view.of_type(SERVICE_MONITOR) for e in m.get("spec", "endpoints") or []]
+        return ScrapedSeries(frozenset(own | targets | set().union(*every)), None, "written by Prometheus per target")
+    if "serviceMonitor" in how:
+        found = _service_monitor_scrape(view, str(how["serviceMonitor"]))
+        if found is None:
+            return None
+        honor, relabelled, namespaces = found
+        source = f"ServiceMonitor {how['serviceMonitor']}"
+    else:
+        release = view.release(str(how.get("release")))
+        if release is None:
+            return None
+        given = (
+            release.get("values", *str(how.get("honorLabelsValue", "")).split("."))
+            if "honorLabelsValue" in how
+            else None
+        )
+        honor = given if isinstance(given, bool) else bool(how.get("honorLabels"))
+        relabelled, namespaces = set(), frozenset({str(release.get("namespace"))})
+        source = f"the {release.object_name} release's ServiceMonitor"
+    targets |= relabelled
+    source += f", honorLabels {str(honor).lower()}"
+    if honor:
+        return ScrapedSeries(frozenset(own | targets), None if "namespace" in own else namespaces, source)
+    renamed = {f"exported_{label}" if label in targets else label for label in own}
+    return ScrapedSeries(frozenset(renamed | targets), namespaces, source)

@@ -133,7 +133,7 @@ class StackView:
 
     def releases(self, chart: str) -> list[Resource]:
         """Helm releases of a chart, by the last segment of the chart reference (`oci://.../karpenter`)."""
-        return [r for r in self.of_type(HELM_RELEASE) if str(r.get("chart")).rstrip("/").rsplit("/", 1)[-1] == chart]
+        return [r for r in self.of_type(HELM_RELEASE) if chart_name(r) == chart]
 
     def release(self, chart: str) -> Resource | None:
         found = self.releases(chart)
@@ -171,6 +171,11 @@ class StackView:
     def depends_on(self, resource: Resource, other: Resource) -> bool:
         """Directly or through other resources: what `pulumi destroy` orders by."""
         return other.urn in self._depends.get(resource.urn, frozenset())
+
+
+def chart_name(release: Resource) -> str:
+    """The chart of a Helm release: the last segment of its chart reference (`oci://.../karpenter` -> karpenter)."""
+    return str(release.get("chart")).rstrip("/").rsplit("/", 1)[-1]
 
 
 def containers(daemonset: Resource) -> list[dict[str, Any]]:

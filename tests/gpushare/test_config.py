@@ -11,7 +11,7 @@ import pytest
 from gpushare import karpenter_api, names, pins
 from gpushare.config import ConsolidationPolicy
 from gpushare.errors import ConfigError
-from gpushare.loader import load_stack_config
+from gpushare.loader import ineffective_keys, load_stack_config
 from gpushare.render import karpenter
 from tests.conftest import PLAN_DATE, raw_stack
 
@@ -339,7 +339,63 @@ BAD_CONFIG = [
         "mirror for a registry the stack never pulls from",
         _set("gpushare:registryMirrors", {"gcr.io": "123456789012.dkr.ecr.us-west-2.amazonaws.com/gcr"}),
         "gpushare:registryMirrors.gcr.io: 'gcr.io' is not a registry the stack pulls images from; allowed: "
-        "docker.io, ghcr.io, nvcr.io, public.ecr.aws, quay.io, registry.k8s.io",
+        "docker.io, nvcr.io, public.ecr.aws, quay.io, registry.k8s.io",
+    ),
+    (
+        "a scheduler policy on a team no HAMi pool serves",
+        _both(
+            _set("gpushare:teams.1.pools", ["g6-timeslice"]),
+            _set("gpushare:teams.1.quota", {"gpus": 0, "sharedGpus": 8}),
+        ),
+        "gpushare:teams[1].schedulerPolicy: is set but none of the team's pools (g6-timeslice) has sharing hami: only "
+        "HAMi reads the policy",
+    ),
+    (
+        "a consolidation policy beside consolidateAfter Never",
+        _set("gpushare:pools.1.disruption.consolidateAfter", "Never"),
+        "gpushare:pools[1].disruption.consolidationPolicy: 'WhenEmptyOrUnderutilized' has no effect: consolidateAfter "
+        "Never turns consolidation off",
+    ),
+    (
+        "Balanced on a Karpenter held back before it",
+        _both(
+            _set("gpushare:karpenter.chartVersion", "1.13.0"),
+            _set("gpushare:pools.0.disruption", {"consolidationPolicy": "Balanced"}),
+        ),
+        "gpushare:pools[0].disruption.consolidationPolicy: consolidationPolicy Balanced needs Karpenter 1.14.0 or "
+        "newer, but gpushare:karpenter.chartVersion is 1.13.0",
+    ),
+    (
+        "time-slicing on an NVIDIA plugin held back before it",
+        _set("gpushare:nvidiaDevicePlugin", {"chartVersion": "0.11.0"}),
+        "gpushare:pools[2].sharing: time-slicing (config sharing.timeSlicing with renameByDefault and "
+        "failRequestsGreaterThanOne, chart config.map) needs NVIDIA device plugin chart 0.12.0 or newer, but "
+        "gpushare:nvidiaDevicePlugin.chartVersion is 0.11.0",
+    ),
+    (
+        "a Karpenter older than the cluster's Kubernetes minor needs",
+        _set("gpushare:karpenter.chartVersion", "1.12.1"),
+        "gpushare:karpenter.chartVersion: 1.12.1 does not run with Kubernetes 1.36 "
+        "(gpushare:cluster.kubernetesVersion): Karpenter's compatibility matrix needs 1.13.0 or newer there",
+    ),
+    (
+        "mirror pointing an upstream registry at a personal namespace",
+        _set("gpushare:registryMirrors", {"registry.k8s.io": "docker.io/someone"}),
+        "gpushare:registryMirrors.registry.k8s.io: 'docker.io/someone' is a namespace on the public registry "
+        "docker.io, where anyone publishes under their own name",
+    ),
+    (
+        "mirror on another public registry",
+        _set("gpushare:registryMirrors", {"docker.io": "ghcr.io/someone/docker-hub"}),
+        "gpushare:registryMirrors.docker.io: 'ghcr.io/someone/docker-hub' is a namespace on the public registry "
+        "ghcr.io",
+    ),
+    (
+        "mock image from a personal namespace",
+        _set("gpushare:hami.mockDevicePluginImage", "docker.io/someone/mock-device-plugin:1.0.1"),
+        "gpushare:hami.mockDevicePluginImage: docker.io/someone/mock-device-plugin is not where its project "
+        "publishes it (a personal namespace, a fork or a third-party copy); allowed: "
+        "docker.io/projecthami/mock-device-plugin",
     ),
     (
         "mirror with a scheme",
@@ -436,9 +492,17 @@ def test_exclusive_pools_provide_no_gpu_memory_quota():
         load_stack_config(raw, today=PLAN_DATE)
 
 
-def test_a_digest_pinned_mock_image_is_accepted():
+@pytest.mark.parametrize(
+    "image",
+    [
+        "docker.io/projecthami/mock-device-plugin:1.0.1@sha256:" + "0" * 64,
+        "projecthami/mock-device-plugin:1.0.1",
+        "123456789012.dkr.ecr.us-west-2.amazonaws.com/docker-hub/projecthami/mock-device-plugin:1.0.1",
+    ],
+    ids=["digest-pinned", "short Docker Hub name", "already behind a mirror"],
+)
+def test_mock_images_from_upstream_or_a_mirror_are_accepted(image):
     raw = raw_stack("dev")
-    image = "docker.io/projecthami/mock-device-plugin:1.0.1@sha256:" + "0" * 64
     raw["gpushare:hami"]["mockDevicePluginImage"] = image
     assert load_stack_config(raw, today=PLAN_DATE).hami.mock_device_plugin_image == image
 
@@ -755,3 +819,182 @@ def test_an_existing_vpc_may_list_its_own_nat_addresses():
         "publicAccessCidrs": ["198.51.100.7/32"],
     }
     assert not load_stack_config(raw, today=PLAN_DATE).cluster.endpoint.private_access
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "pool_change"),
+    [
+        ("gpushare:karpenter.chartVersion", "1.14.0", {"consolidationPolicy": "Balanced"}),
+        ("gpushare:karpenter.chartVersion", "1.13.0", {"consolidationPolicy": "WhenEmptyOrUnderutilized"}),
+        ("gpushare:nvidiaDevicePlugin", {"chartVersion": "0.12.0"}, None),
+    ],
+    ids=["Balanced from 1.14", "the older policies on 1.13", "time-slicing from plugin 0.12"],
+)
+def test_features_within_the_version_held_are_accepted(key, value, pool_change):
+    raw = raw_stack("dev")
+    _set(key, value)(raw)
+    if pool_change is not None:
+        raw["gpushare:pools"][0]["disruption"] = pool_change
+    load_stack_config(raw, today=PLAN_DATE)
+
+
+# Keys whose effect needs another key: the combination that does nothing is refused where it would make someone believe
+# it applied (class 4 of issue 29), warned about where it is a harmless leftover.
+def _monitoring_off(raw):
+    raw["gpushare:monitoring"]["enabled"] = False
+
+
+def _existing_prometheus(raw):
+    del raw["gpushare:monitoring"]["alertReceiver"]
+    raw["gpushare:monitoring"]["existingPrometheus"] = {"url": "http://prometheus.obs.svc:9090"}
+
+
+@pytest.mark.parametrize(
+    ("change", "lines"),
+    [
+        (
+            _monitoring_off,
+            ["gpushare:monitoring.alertReceiver: is set but enabled is false: no Alertmanager is deployed"],
+        ),
+        (
+            lambda raw: (_monitoring_off(raw), _existing_prometheus(raw)),
+            [
+                "gpushare:monitoring.existingPrometheus: is set but enabled is false: the stack creates no scrape "
+                "objects"
+            ],
+        ),
+        (
+            _existing_prometheus,
+            [
+                "gpushare:monitoring.retention: '15d' is set with existingPrometheus, where the stack deploys no "
+                "Prometheus",
+                "gpushare:monitoring.storageSize: '100Gi' is set with existingPrometheus",
+                "gpushare:monitoring.storageClass: 'gp2' is set with existingPrometheus",
+            ],
+        ),
+    ],
+    ids=[
+        "receiver without monitoring",
+        "existing Prometheus without monitoring",
+        "own Prometheus keys beside an existing one",
+    ],
+)
+def test_monitoring_keys_without_effect_are_refused_one_line_each(change, lines):
+    raw = raw_stack("prod")
+    change(raw)
+    with pytest.raises(ConfigError) as caught:
+        load_stack_config(raw, today=PLAN_DATE)
+    found = str(caught.value).splitlines()
+    assert len(found) == len(lines), found
+    assert all(any(line.startswith(expected) for line in found) for expected in lines), found
+
+
+def _warnings(change) -> list[str]:
+    raw = raw_stack("dev")
+    change(raw)
+    return ineffective_keys(load_stack_config(raw, today=PLAN_DATE))
+
+
+def test_the_shipped_stacks_set_no_key_without_effect(dev, prod):
+    assert ineffective_keys(dev) == [] and ineffective_keys(prod) == []
+
+
+def _exclusive_only(raw):
+    raw["gpushare:pools"] = [
+        {"name": "training", "instanceTypes": ["g6e.12xlarge"], "maxGpus": 8, "sharing": "exclusive"}
+    ]
+    raw["gpushare:teams"] = [{"name": "ml-research", "pools": ["training"], "quota": {"gpus": 8}}]
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (
+            lambda raw: raw.update({"gpushare:monitoring": {"retention": "30d", "alerts": {"podPendingMinutes": 5}}}),
+            [
+                "gpushare:monitoring.retention: has no effect while gpushare:monitoring.enabled is false",
+                "gpushare:monitoring.alerts: has no effect while gpushare:monitoring.enabled is false",
+            ],
+        ),
+        (
+            _exclusive_only,
+            [
+                "gpushare:hami.profile: has no effect: no pool has sharing hami",
+                "gpushare:hami.schedulerPolicy: has no effect: no pool has sharing hami",
+            ],
+        ),
+        (
+            lambda raw: (
+                raw.update({"gpushare:nvidiaDevicePlugin": {"chartVersion": "0.20.1"}}),
+                raw["gpushare:pools"].pop(2),
+                raw["gpushare:teams"][0]["pools"].remove("g6-timeslice"),
+                raw["gpushare:teams"][0]["quota"].pop("sharedGpus"),
+            ),
+            ["gpushare:nvidiaDevicePlugin: has no effect: every pool has sharing hami"],
+        ),
+        (
+            lambda raw: raw.update({"gpushare:registryMirrors": {"quay.io": "mirror.example.com/quay"}}),
+            ["gpushare:registryMirrors.quay.io: has no effect: no image this stack deploys comes from quay.io"],
+        ),
+        (
+            lambda raw: raw["gpushare:pools"][0].update(
+                {"disruption": {"budgets": [{"nodes": "0", "reasons": ["Underutilized"]}]}}
+            ),
+            [
+                "gpushare:pools[0].disruption.budgets[0].reasons: ['Underutilized'] has no effect: a pool with "
+                "consolidationPolicy WhenEmpty and consolidateAfter 10m never disrupts a node for those reasons"
+            ],
+        ),
+        (
+            lambda raw: raw["gpushare:pools"][0].update(
+                {"disruption": {"consolidateAfter": "Never", "budgets": [{"nodes": "0", "reasons": ["Empty"]}]}}
+            ),
+            ["gpushare:pools[0].disruption.budgets[0].reasons: ['Empty'] has no effect"],
+        ),
+        (
+            lambda raw: (
+                raw["gpushare:pools"][0].update({"capacityTypes": ["spot"]}),
+                raw["gpushare:teams"].append(
+                    {
+                        "name": "batch",
+                        "pools": ["g5-shared"],
+                        "priority": "batch",
+                        "spotOnly": True,
+                        "quota": {"gpus": 10, "gpuMemoryMib": 23028, "gpuCores": 100},
+                    }
+                ),
+            ),
+            ["gpushare:teams[2].spotOnly: has no effect: every pool of the team (g5-shared) offers spot capacity only"],
+        ),
+    ],
+    ids=[
+        "monitoring tuning while off",
+        "HAMi tuning without HAMi pools",
+        "NVIDIA plugin without its pools",
+        "mirror of a registry nothing pulls from",
+        "budget for a reason WhenEmpty never has",
+        "budget for consolidation that Never turns off",
+        "spot-only on spot-only pools",
+    ],
+)
+def test_harmless_keys_without_effect_are_warned_about(change, expected):
+    found = _warnings(change)
+    assert len(found) == len(expected), found
+    assert all(line.startswith(start) for line, start in zip(found, expected, strict=True)), found
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda raw: raw["gpushare:pools"][1]["disruption"]["budgets"].append(
+            {"nodes": "1", "reasons": ["Underutilized"]}
+        ),
+        lambda raw: raw["gpushare:pools"][0].update(
+            {"disruption": {"budgets": [{"nodes": "0", "reasons": ["Drifted"]}]}}
+        ),
+        lambda raw: raw.update({"gpushare:registryMirrors": {"nvcr.io": "mirror.example.com/nvcr"}}),
+    ],
+    ids=["Underutilized on WhenEmptyOrUnderutilized", "Drifted on WhenEmpty", "mirror of the NVIDIA plugin's registry"],
+)
+def test_keys_with_an_effect_draw_no_warning(change):
+    assert _warnings(change) == []

@@ -18,7 +18,6 @@ from tools.offline import run_program
 ECR = "123456789012.dkr.ecr.us-west-2.amazonaws.com"
 MIRRORS = {
     "docker.io": f"{ECR}/docker-hub",
-    "ghcr.io": f"{ECR}/github",
     "nvcr.io": f"{ECR}/nvidia",
     "public.ecr.aws": f"{ECR}/ecr-public",
     "quay.io": f"{ECR}/quay",
@@ -167,6 +166,7 @@ def test_without_mirrors_the_stack_sets_only_its_own_images(stack):
         "scheduler.kubeScheduler.image",
         "scheduler.patch.image",
         "scheduler.patch.imageNew",
+        "prometheusOperator.admissionWebhooks.patch.image",
         "spec.template.spec.containers[0].image",
         "template.spec.containers[0].image",
     }

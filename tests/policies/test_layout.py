@@ -85,6 +85,9 @@ FACT_MODULES = frozenset(
         "eks",
         "metrics",
         "karpenter_api",
+        "tiers",
+        "alertmanager",
+        "versions",
     }
 )
 

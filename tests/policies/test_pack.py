@@ -40,7 +40,7 @@ EXPECTED = [
     ("team-admission-scoped", "mandatory"),
     ("team-scheduler-policy-applied", "mandatory"),
     ("monitoring-webui-reads-hami-metrics", "mandatory"),
-    ("monitoring-images-pinned", "mandatory"),
+    ("image-provenance", "mandatory"),
     ("service-monitors-find-their-targets", "mandatory"),
     ("nodepool-crd-valid", "mandatory"),
     ("node-overlay-crd-valid", "mandatory"),
@@ -70,6 +70,12 @@ EXPECTED = [
     ("monitoring-uis-not-exposed", "mandatory"),
     ("monitoring-storage-class-exists", "mandatory"),
     ("monitoring-skips-eks-control-plane", "mandatory"),
+    ("priority-tiers-keep-their-promise", "mandatory"),
+    ("monitoring-volumes-go-with-the-stack", "mandatory"),
+    ("alertmanager-secrets-and-routes", "mandatory"),
+    ("iam-least-privilege", "mandatory"),
+    ("features-within-held-versions", "mandatory"),
+    ("monitoring-alerts-match-their-series", "mandatory"),
 ]
 
 

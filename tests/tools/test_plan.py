@@ -189,3 +189,17 @@ def test_a_p5_hami_pool_plans_with_the_memory_factor_that_fits(tmp_path):
     assert yaml.safe_load(mock["data"]["device-config.yaml"])["nvidia"]["memoryFactor"] == 6
     hami = yaml.safe_load((tmp_path / "out" / "prod" / "helm" / "hami.yaml").read_text())
     assert yaml.safe_load(hami["values"]["device-config"]["content"])["nvidia"]["memoryFactor"] == 6
+
+
+def test_a_key_without_effect_is_a_warning_and_the_plan_is_written(tmp_path):
+    raw = raw_stack("dev")
+    raw["gpushare:registryMirrors"] = {"quay.io": "mirror.example.com/quay"}  # dev runs no quay.io image
+    stack_file = tmp_path / "Pulumi.dev.yaml"  # dev's policy config: its open endpoint stays advisory
+    stack_file.write_text(yaml.safe_dump({"config": raw}))
+    completed = run_plan(stack_file, tmp_path / "out")
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stderr.splitlines() == [
+        "warning: gpushare:registryMirrors.quay.io: has no effect: no image this stack deploys comes from quay.io "
+        "(they come from docker.io, nvcr.io, public.ecr.aws, registry.k8s.io)"
+    ]
+    assert (tmp_path / "out" / "dev" / "plan.json").exists()

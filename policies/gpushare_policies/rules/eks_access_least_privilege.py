@@ -17,6 +17,7 @@ from typing import Any
 from gpushare import names
 
 from ..aws import (
+    ACCESS_ENTRY,
     ACCESS_POLICY_ASSOCIATION,
     ADMIN_POLICY,
     CLUSTER_ADMIN_POLICY,
@@ -29,6 +30,9 @@ from ..rule import Finding, Rule, finding
 from ..stack import NAMESPACE, UNKNOWN, Resource, StackView, sorted_by_name
 
 WRITERS = (CLUSTER_ADMIN_POLICY, ADMIN_POLICY, EDIT_POLICY)
+# Kubernetes' superuser group: kube-apiserver authorizes its members before any authorizer runs (kubernetes
+# pkg/kubeapiserver/authorizer/config.go, authorizerfactory.NewPrivilegedGroups(user.SystemPrivilegedGroup)).
+SYSTEM_MASTERS = "system:masters"
 
 
 def _team_namespaces(view: StackView) -> set[str]:
@@ -98,7 +102,34 @@ def _duplicates(entries: list[AccessEntry]) -> Iterator[Finding]:
             )
 
 
+def _groups(view: StackView) -> Iterator[tuple[Resource, str, Any]]:
+    """(resource, key, kubernetesGroups) of every access entry: its own resource, or pulumi-eks's inputs."""
+    for entry in sorted_by_name(view.of_type(ACCESS_ENTRY)):
+        yield entry, "kubernetesGroups", entry.get("kubernetesGroups")
+    for cluster in sorted_by_name(view.eks_clusters()):
+        declared = cluster.get("accessEntries")
+        for name, entry in sorted(declared.items()) if isinstance(declared, dict) else ():
+            if isinstance(entry, dict):
+                yield cluster, f"accessEntries.{name}.kubernetesGroups", entry.get("kubernetesGroups")
+
+
+def _masters(view: StackView) -> Iterator[Finding]:
+    for resource, key, groups in _groups(view):
+        for index, group in enumerate(groups if isinstance(groups, list) else []):
+            if group == SYSTEM_MASTERS:
+                yield finding(
+                    resource,
+                    f"{key}[{index}]",
+                    group,
+                    "system:masters is cluster-admin hard-coded in the API server: no RBAC binding grants it and none "
+                    "can take it away",
+                    "map the principal to an access policy (AmazonEKSEditPolicy scoped to a namespace for a team, "
+                    "cluster.adminPrincipalArns for an admin) or to a group bound by a Role",
+                )
+
+
 def check_access(view: StackView, _config: None) -> Iterator[Finding]:
+    yield from _masters(view)
     teams = _team_namespaces(view)
     for association in sorted_by_name(view.of_type(ACCESS_POLICY_ASSOCIATION)):
         # pulumi-eks's own children (a real preview) carry cluster.adminPrincipalArns' grants.
@@ -133,9 +164,10 @@ RULE = Rule(
     order=34,
     description=f"Each principal has one access entry per cluster; {EDIT_POLICY}, {ADMIN_POLICY} or "
     f"{CLUSTER_ADMIN_POLICY} at cluster scope only as the admins' {CLUSTER_ADMIN_POLICY}; inside a namespace "
-    f"neither {CLUSTER_ADMIN_POLICY} nor {ADMIN_POLICY}, and write policies only on team namespaces.",
+    f"neither {CLUSTER_ADMIN_POLICY} nor {ADMIN_POLICY}, and write policies only on team namespaces; no access entry "
+    f"maps its principal to {SYSTEM_MASTERS}.",
     why="A team with cluster scope or admin rights in its namespace can delete its own quota or reach other teams; "
-    "a second access entry for one principal makes `pulumi up` fail.",
+    "system:masters is an irrevocable cluster-admin; a second access entry for one principal makes `pulumi up` fail.",
     remediation=f"Give teams {EDIT_POLICY} scoped to their own namespace (teams[].namespaceAccessRoleArn) and "
     "admins cluster.adminPrincipalArns, one entry per principal.",
     enforcement="mandatory",

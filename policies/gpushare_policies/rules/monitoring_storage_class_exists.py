@@ -7,33 +7,29 @@ from collections.abc import Iterator
 from gpushare import names
 from gpushare.eks import EKS_STORAGE_CLASSES
 
+from ..prometheus import VOLUME_CLAIMS
 from ..rule import Finding, Rule, finding
 from ..stack import StackView
 
 STORAGE_CLASS = "kubernetes:storage.k8s.io/v1:StorageClass"
-CLAIMS = {
-    "Prometheus": ("prometheus", "prometheusSpec"),
-    "Alertmanager": ("alertmanager", "alertmanagerSpec"),
-}
-TEMPLATE = ("storageSpec", "volumeClaimTemplate", "spec", "storageClassName")
 
 
 def check_storage_class(view: StackView, _config: None) -> Iterator[Finding]:
     created = {c.object_name for c in view.of_type(STORAGE_CLASS)}
     existing = ", ".join(sorted({*EKS_STORAGE_CLASSES, *created}))
     for release in view.releases(names.KUBE_PROMETHEUS_STACK_CHART):
-        for what, spec in CLAIMS.items():
-            path = (*spec, *TEMPLATE)
-            wanted = release.get("values", *path)
+        for claim in VOLUME_CLAIMS:
+            template = claim.template(release)
+            wanted = template.get("spec", {}).get("storageClassName") if isinstance(template, dict) else None
             if wanted is None or wanted in EKS_STORAGE_CLASSES or wanted in created:
                 continue
             yield finding(
                 release,
-                "values." + ".".join(path),
+                claim.path(claim.storage, "volumeClaimTemplate", "spec", "storageClassName"),
                 wanted,
                 f"the cluster has no such StorageClass (EKS creates only {', '.join(EKS_STORAGE_CLASSES)} and the "
-                f"stack creates {', '.join(sorted(created)) or 'none'}): {what}'s volume claim stays Pending and "
-                f"{what} never starts",
+                f"stack creates {', '.join(sorted(created)) or 'none'}): {claim.what}'s volume claim stays Pending "
+                f"and {claim.what} never starts",
                 f"use one of {existing} (gpushare:monitoring.storageClass), or create that StorageClass in the stack",
             )
 

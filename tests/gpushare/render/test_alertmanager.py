@@ -130,4 +130,4 @@ def test_receiver_with_an_existing_prometheus_is_refused():
     raw["gpushare:monitoring"]["existingPrometheus"] = {"url": "http://prometheus.observability.svc:9090"}
     with pytest.raises(ConfigError) as raised:
         load_stack_config(raw, today=PLAN_DATE)
-    assert "alertReceiver is set with existingPrometheus" in str(raised.value)
+    assert "gpushare:monitoring.alertReceiver: is set with existingPrometheus" in str(raised.value)

@@ -7,13 +7,12 @@ import json
 import pytest
 import yaml
 
-from gpushare import compat, names, pins
+from gpushare import compat, images, names, pins
 from gpushare.errors import ConfigError
 from gpushare.images import UPSTREAM_REGISTRIES as UPSTREAM
 from gpushare.loader import load_stack_config
 from gpushare.metrics import metric_catalog
 from gpushare.render import alerts, monitoring
-from policies.gpushare_policies.rules.monitoring_images_pinned import floating_image_tags, unpinned_images
 from policies.gpushare_policies.rules.monitoring_skips_eks_control_plane import hidden_components_scraped
 from policies.gpushare_policies.rules.monitoring_webui_reads_hami_metrics import webui_compatible
 from tests.conftest import PLAN_DATE, ROOT, raw_stack
@@ -65,12 +64,19 @@ def test_prod_deploys_three_pinned_releases_on_system_nodes(prod):
     assert all(r.version and r.repository for r in releases.values())
 
 
+def with_existing_prometheus(raw, existing):
+    """The stack's monitoring on an existing Prometheus: the keys of the stack's own Prometheus and Alertmanager (an
+    existing Prometheus keeps and routes its own way) are refused beside it."""
+    for key in ("alertReceiver", "retention", "storageSize", "storageClass"):
+        raw["gpushare:monitoring"].pop(key, None)
+    raw["gpushare:monitoring"]["existingPrometheus"] = existing
+    return raw
+
+
 def test_existing_prometheus_gets_only_labelled_objects(prod_raw):
-    del prod_raw["gpushare:monitoring"]["alertReceiver"]  # an existing Prometheus routes alerts its own way
-    prod_raw["gpushare:monitoring"]["existingPrometheus"] = {
-        "url": "http://prometheus.observability.svc:9090",
-        "labels": {"release": "platform"},
-    }
+    with_existing_prometheus(
+        prod_raw, {"url": "http://prometheus.observability.svc:9090", "labels": {"release": "platform"}}
+    )
     config = load_stack_config(prod_raw, today=PLAN_DATE)
     releases = {r.name: r for r in monitoring.monitoring_releases(config)}
     assert names.MONITORING_RELEASE not in releases
@@ -108,18 +114,15 @@ def test_shipped_webui_fits_every_hami_chart_the_config_allows_with_monitoring(p
     assert webui_compatible(prod.hami.chart_version, pins.chart_version(names.WEBUI_CHART))
 
 
-def test_no_floating_image_tags_in_monitoring_releases(prod):
+def test_every_monitoring_image_is_pinned_and_upstream(prod):
     for release in monitoring.monitoring_releases(prod):
-        assert floating_image_tags(release.values) == [], release.name
-    chart_default = {"image": {"frontend": {"repository": "projecthami/hami-webui-fe-oss", "tag": "main"}}}
-    assert floating_image_tags(chart_default) == ["image.frontend"]
-    assert floating_image_tags({"image": {"repository": "nvcr.io/nvidia/k8s/dcgm-exporter"}}) == ["image"]
-    for release in monitoring.monitoring_releases(prod):
-        assert unpinned_images(release.chart, release.values) == [], release.name
-    assert unpinned_images(names.WEBUI_CHART, {"service": {"type": "ClusterIP"}}) == [
-        "image.frontend",
-        "image.backend",
-    ]
+        for image in images.release_images(release.chart, release.values):
+            assert images.provenance_problem(image.reference) is None, (release.name, image)
+            assert images.pin_problem(image.tag, image.digest) is None, (release.name, image)
+    defaults = images.release_images(names.WEBUI_CHART, {"service": {"type": "ClusterIP"}})
+    assert [(i.path, i.tag) for i in defaults] == [("image.frontend", "main"), ("image.backend", "main")]
+    certgen = images.release_images(names.KUBE_PROMETHEUS_STACK_CHART, {})
+    assert any(images.provenance_problem(i.reference) for i in certgen)  # the chart's default is a fork
 
 
 def test_exporter_runs_on_tainted_gpu_pools_only(prod):
@@ -179,8 +182,7 @@ def test_monitoring_is_wired_after_the_cluster_and_scraped_releases(plans):
 
 def test_every_monitoring_value_key_was_verified_in_the_pinned_chart(prod_raw):
     mirrored = {**raw_stack("prod"), "gpushare:registryMirrors": {r: f"mirror.example.com/{r}" for r in UPSTREAM}}
-    del prod_raw["gpushare:monitoring"]["alertReceiver"]
-    prod_raw["gpushare:monitoring"]["existingPrometheus"] = {"url": "http://prom.obs.svc:9090", "labels": {"a": "b"}}
+    with_existing_prometheus(prod_raw, {"url": "http://prom.obs.svc:9090", "labels": {"a": "b"}})
     for config in (
         load_stack_config(raw_stack("prod"), today=PLAN_DATE),
         load_stack_config(prod_raw, today=PLAN_DATE),

@@ -71,6 +71,31 @@ PROD_CASES = {
         second_entry,
         ["already has an access entry for this principal", "pulumi up` fails", "one access entry"],
     ),
+    "a team's entry mapped to system:masters": (
+        "eks-access-least-privilege",
+        lambda r: set_at(access_entry(r)["inputs"], ["kubernetesGroups"], ["inference-devs", "system:masters"]),
+        [
+            'AccessEntry gpushare-prod-team-inference: kubernetesGroups[1] is "system:masters"',
+            "hard-coded in the API server",
+            "map the principal to an access policy",
+        ],
+    ),
+    "the node role's entry mapped to system:masters": (
+        "eks-access-least-privilege",
+        lambda r: set_at(
+            next(x for x in r if x["name"].endswith("karpenter-node") and "accessEntry" in x["type"])["inputs"],
+            ["kubernetesGroups"],
+            ["system:masters"],
+        ),
+        ['AccessEntry gpushare-prod-karpenter-node: kubernetesGroups[0] is "system:masters"'],
+    ),
+    "an admin entry mapped to system:masters": (
+        "eks-access-least-privilege",
+        lambda r: set_at(
+            cluster(r), ["accessEntries"], {"ci": {"principalArn": ADMIN, "kubernetesGroups": ["system:masters"]}}
+        ),
+        ['eks:index:Cluster gpushare-prod: accessEntries.ci.kubernetesGroups[0] is "system:masters"'],
+    ),
     "admin who is also a team's role": (
         "eks-access-least-privilege",
         lambda r: admins(r, {"type": "cluster"}, principal=access_entry(r)["inputs"]["principalArn"]),

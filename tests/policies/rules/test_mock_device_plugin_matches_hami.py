@@ -186,10 +186,12 @@ def _copied(r, labels=True, command=(), image=COPY):
     ],
 )
 def test_a_copied_mock_image_is_still_the_mock(plans, change):
-    """Every rule says about the copy exactly what it says about the shipped mock."""
+    """Every rule says about the copy exactly what it says about the shipped mock, but image-provenance, which
+    judges where the image comes from (a copy under another path is no mirror of its home: test_image_provenance)."""
     resources = broken(plans["dev"], change)
     for rule in RULES:
-        assert messages(resources, rule.name) == messages(resources_of(plans["dev"]), rule.name), rule.name
+        if rule.name != "image-provenance":
+            assert messages(resources, rule.name) == messages(resources_of(plans["dev"]), rule.name), rule.name
 
 
 def test_hami_28_own_config_is_still_a_pair_mock_1_0_1_parses(plans):

@@ -31,14 +31,15 @@ CASES = {
             "Prometheus's volume claim stays Pending",
         ],
     ),
+    # kube-prometheus-stack's Alertmanager takes its claim from alertmanagerSpec.storage (not storageSpec).
     "Alertmanager on a class nobody creates": (
         RULE,
         lambda r: set_at(
             release(r, KPS)["values"]["alertmanager"]["alertmanagerSpec"],
-            ["storageSpec"],
+            ["storage"],
             {"volumeClaimTemplate": {"spec": {"storageClassName": "io2"}}},
         ),
-        ['values.alertmanager.alertmanagerSpec.storageSpec.volumeClaimTemplate.spec.storageClassName is "io2"'],
+        ['values.alertmanager.alertmanagerSpec.storage.volumeClaimTemplate.spec.storageClassName is "io2"'],
     ),
 }
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.policies.helpers import find
+from tests.policies.helpers import find, messages, resources_of
 from tests.policies.rules.breaking import caught, set_at
 
 ROLE = "hami-mock-device-plugin"
@@ -40,6 +40,26 @@ CASES = {
         lambda r: set_at(binding(r), ["roleRef", "name"], "cluster-admin"),
         ['ClusterRoleBinding hami-mock-device-plugin: roleRef.name is "cluster-admin"', "bind a Role"],
     ),
+    "binding admin cluster-wide": (
+        "rbac-least-privilege",
+        lambda r: set_at(binding(r), ["roleRef", "name"], "admin"),
+        ['ClusterRoleBinding hami-mock-device-plugin: roleRef.name is "admin"', "runs pods as any ServiceAccount"],
+    ),
+    "binding edit cluster-wide": (
+        "rbac-least-privilege",
+        lambda r: set_at(binding(r), ["roleRef", "name"], "edit"),
+        ['roleRef.name is "edit"', "reads every Secret"],
+    ),
+    "a role that may impersonate": (
+        "rbac-least-privilege",
+        lambda r: set_at(role(r), ["rules", 0, "verbs"], ["get", "impersonate"]),
+        ["rules[0].verbs is ['get', 'impersonate']", "amounts to cluster-admin", "drop those verbs"],
+    ),
+    "a role that may bind and escalate": (
+        "rbac-least-privilege",
+        lambda r: set_at(role(r), ["rules", 0, "verbs"], ["bind", "escalate"]),
+        ["bind, escalate lets the identity grant itself any permission"],
+    ),
     "binding to every authenticated caller": (
         "rbac-least-privilege",
         lambda r: set_at(
@@ -53,3 +73,21 @@ CASES = {
 @pytest.mark.parametrize("case", list(CASES))
 def test_one_broken_field_is_caught(plans, case):
     caught(plans["dev"], case, CASES[case])
+
+
+def test_admin_bound_inside_one_namespace_passes(plans):
+    """A RoleBinding to admin stays in its namespace: only cluster-wide bindings of admin or edit are refused."""
+    resources = resources_of(plans["dev"])
+    resources.append(
+        {
+            "urn": "urn:pulumi:dev::gpushare::kubernetes:rbac.authorization.k8s.io/v1:RoleBinding::ops",
+            "type": "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding",
+            "name": "ops",
+            "inputs": {
+                "metadata": {"name": "ops", "namespace": "inference"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "admin"},
+                "subjects": [{"kind": "Group", "name": "inference-admins", "apiGroup": "rbac.authorization.k8s.io"}],
+            },
+        }
+    )
+    assert messages(resources, "rbac-least-privilege") == []
