@@ -29,7 +29,15 @@ from e2e.simulator.report import plot
 from e2e.simulator.trace import BASELINE, Trace, trace_variant_plan
 from e2e.suites import report
 from e2e.suites.base import Result
-from e2e.suites.runner import RUNNING_STACK, SCENARIOS, longest_first, run_one, run_scenarios, tenants_of
+from e2e.suites.runner import (
+    RUNNING_STACK,
+    SCENARIOS,
+    left_out,
+    longest_first,
+    run_one,
+    run_scenarios,
+    tenants_of,
+)
 
 REPORT_DIR = ROOT / "build" / "e2e"
 # One document per (variant, run) of a trace; `python -m e2e` gathers them into simulate.json and simulate.md.
@@ -86,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
         for name in [n for n in selected if SCENARIOS[n].before_stack]:
             results.append(run_one(name, ctx, None))
         if workload or any(not SCENARIOS[name].before_stack for name in selected):
-            cluster.run_stack(ctx)
+            cluster.run_stack(ctx, left_out(selected, tenants))
             startup_s = time.monotonic() - started - sum(r.seconds for r in results)
             if isinstance(workload, Workload):
                 say(f"simulating {args.simulate} on the {running_stack} stack")

@@ -1,5 +1,5 @@
-"""`make bench`: how long validation, rendering, the offline plan and the policy pack take, and how the pack's
-time grows with the stack (printed, never asserted)."""
+"""`make bench`: how long validation, rendering, the offline plan and the policy pack take, how the pack's time grows
+with the stack, and how long the last `make e2e` took and where (printed, never asserted)."""
 
 from __future__ import annotations
 
@@ -103,6 +103,29 @@ def growth(resources: list[dict[str, Any]]) -> None:
         previous = (len(plan), seconds)
 
 
+E2E_REPORT = ROOT / "build" / "e2e" / "report.json"
+SLOWEST = 5
+
+
+def offline_cluster(report: Path) -> None:
+    """The last `make e2e` on this machine (its report): the whole run, the cluster's start, and the slowest
+    scenarios with where their time went. The figures of a warm run: the build is not in them."""
+    try:
+        document = json.loads(report.read_text())
+    except (OSError, ValueError):
+        print(f"make e2e: no report at {report.relative_to(ROOT)}; run make e2e first")
+        return
+    scenarios = document["scenarios"]
+    passed = sum(s["passed"] for s in scenarios)
+    print(
+        f"make e2e (last run, {passed}/{len(scenarios)} passed): {document['seconds']:.0f} s in all, "
+        f"{document.get('startup_seconds', 0):.0f} s of it the cluster's start"
+    )
+    for scenario in sorted(scenarios, key=lambda s: -float(s.get("seconds", 0)))[:SLOWEST]:
+        waited = ", ".join(f"{on} {seconds:.0f}" for on, seconds in sorted(scenario.get("waited", {}).items()))
+        print(f"  {scenario['name']:<28} {scenario.get('seconds', 0):6.0f} s  waited: {waited or '-'}")
+
+
 def main() -> None:
     raw = read_stack_file(ROOT / "Pulumi.prod.yaml")
     config = load_stack_config(raw, today=TODAY)
@@ -111,6 +134,7 @@ def main() -> None:
     monitor = timed("run prod program under mocks", 1, lambda: run_program(raw, "prod", TODAY))
     timed("evaluate the policy pack on the prod plan", 20, lambda: evaluate(from_plan(monitor.recorded, TODAY)))
     growth(run_program(read_stack_file(ROOT / "Pulumi.dev.yaml"), "dev", TODAY).recorded)
+    offline_cluster(E2E_REPORT)
 
 
 if __name__ == "__main__":

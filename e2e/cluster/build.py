@@ -223,7 +223,15 @@ def build(log: Path) -> Path:
     target = bin_dir()
     missing = [binary for binary in BINARIES if not (module_cache(binary.module) / "bin" / binary.name).exists()]
     if missing:
+        started = time.monotonic()
         _build(missing, log)
+        # CI and a first run say what the cold build cost (the cache makes every later run start in seconds).
+        print(
+            f"  built {len(missing)} of {len(BINARIES)} binaries in {time.monotonic() - started:.0f} s "
+            f"(cached in {CACHE_ROOT})",
+            file=sys.stderr,
+            flush=True,
+        )
     target.mkdir(parents=True, exist_ok=True)
     for binary in BINARIES:
         link = target / binary.name

@@ -36,6 +36,11 @@ KARPENTER_METRICS_PORT = 8080
 GPU_NODE_PREFIX = "gpu-node-"
 # The HAMi release's kube-scheduler runs beside the rig's default one: its own secure port (a Pod has its own).
 HAMI_KUBE_SCHEDULER_PORT = 10260
+# The rig's knobs of both kube-schedulers, each in the report's deviations with its production value: a pod refused
+# (by HAMi's extender, or before its node registered its resources) is retried within seconds, not after up to 10 s
+# of back-off (podInitialBackoffSeconds 1, podMaxBackoffSeconds 10) or 5 minutes in the unschedulable queue.
+KUBE_SCHEDULER_BACKOFF = {"podInitialBackoffSeconds": 1, "podMaxBackoffSeconds": 2}
+UNSCHEDULABLE_FLUSH = "--pod-max-in-unschedulable-pods-duration=15s"
 
 
 def wait_for(what: str, condition: Callable[[], bool], timeout_s: float, interval_s: float = 0.5) -> float:
@@ -153,9 +158,18 @@ class Rig:
                 "--use-service-account-credentials=false",
             ],
         )
+        configuration = {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "clientConnection": {"kubeconfig": str(self.kubeconfig)},
+            "leaderElection": {"leaderElect": False},
+            **KUBE_SCHEDULER_BACKOFF,
+        }
+        config_file = self.work_dir / "kube-scheduler.yaml"
+        config_file.write_text(yaml.safe_dump(configuration))
         self._start(
             "kube-scheduler",
-            [self.binary("kube-scheduler"), kubeconfig, "--leader-elect=false", "--bind-address=127.0.0.1"],
+            [self.binary("kube-scheduler"), f"--config={config_file}", UNSCHEDULABLE_FLUSH, "--bind-address=127.0.0.1"],
         )
         return timings
 
@@ -242,7 +256,7 @@ class Rig:
             env["HAMI_NODELOCK_EXPIRE"] = release.node_lock_expire
         extender = release.extender_args(str(device_config), str(cert), str(key))
         self._start("hami-scheduler", [self.binary("hami-scheduler"), *extender], env=env)
-        configuration = release.scheduler_configuration()
+        configuration = {**release.scheduler_configuration(), **KUBE_SCHEDULER_BACKOFF}
         configuration["clientConnection"] = {"kubeconfig": str(self.kubeconfig)}
         config_file = self.hami_dir / "kube-scheduler.yaml"
         config_file.write_text(yaml.safe_dump(configuration))
@@ -251,6 +265,7 @@ class Rig:
             [
                 self.binary("kube-scheduler"),
                 *release.kube_scheduler_args(str(config_file)),
+                UNSCHEDULABLE_FLUSH,
                 "--bind-address=127.0.0.1",
                 f"--secure-port={HAMI_KUBE_SCHEDULER_PORT}",
             ],

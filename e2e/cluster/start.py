@@ -14,9 +14,11 @@ import ssl
 import subprocess
 import sys
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -93,12 +95,13 @@ class Cluster:
             changes=self.changes,
         )
 
-    def run_stack(self, ctx: Context) -> None:
-        """The running stack applied as the rig runs it, with KWOK, Karpenter (the stack's NodeOverlay gate),
-        Prometheus scraping Karpenter and HAMi, and the node agent playing the GPU nodes' kubelets."""
-        say("starting KWOK, Karpenter (kwok provider, the stack's NodeOverlay gate) and Prometheus")
+    def run_stack(self, ctx: Context, left_out: Callable[[dict[str, Any]], bool] = lambda _obj: False) -> None:
+        """The running stack applied as the rig runs it (but the objects `left_out` names), with KWOK, Karpenter
+        (the stack's feature gates), Prometheus scraping Karpenter and HAMi, and the node agent playing the GPU
+        nodes' kubelets."""
+        say("starting KWOK, Karpenter (kwok provider, the stack's feature gates) and Prometheus")
         rig = self.rig
-        install_running_stack(ctx)
+        install_running_stack(ctx, left_out)
         instance_types = self.work / "instance-types.json"
         instance_types.write_text(json.dumps(kwok_instance_types(ctx.catalog), indent=1))
         rig.start_kwok()

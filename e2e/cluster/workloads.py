@@ -74,9 +74,11 @@ def namespaces_first(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(objects, key=lambda obj: obj["kind"] != "Namespace")
 
 
-def install_running_stack(ctx: Context) -> None:
-    """Apply the stack as the rig runs it (NodePools on the KWOKNodeClass)."""
-    applied = [obj for obj in ctx.plan.objects if not obj["apiVersion"].startswith(MONITORING_GROUP)]
+def install_running_stack(ctx: Context, left_out: Callable[[dict[str, Any]], bool] = lambda _obj: False) -> None:
+    """Apply the stack as the rig runs it (NodePools on the KWOKNodeClass), but the objects `left_out` names."""
+    applied = [
+        obj for obj in ctx.plan.objects if not obj["apiVersion"].startswith(MONITORING_GROUP) and not left_out(obj)
+    ]
     objects = namespaces_first([for_rig(obj, ctx.started) for obj in applied])
     ctx.kubectl.apply([KWOK_NODE_CLASS, *objects])
 
@@ -208,13 +210,15 @@ def events(ctx: Context, namespace: str, about: str = "") -> list[str]:
     ]
 
 
-def event_count(ctx: Context, namespace: str, about: str, reason: str) -> int:
-    """How often the namespace's events with `reason` about objects named `about...` happened (a repeated event is
-    one object with a count)."""
+def event_count(ctx: Context, namespace: str, about: str, reason: str, saying: str = "") -> int:
+    """How often the namespace's events with `reason` (and a message `saying` that) about objects named `about...`
+    happened (a repeated event is one object with a count)."""
     return sum(
         int(e.get("count") or e.get("series", {}).get("count") or 1)
         for e in ctx.api.items(f"/api/v1/namespaces/{namespace}/events")
-        if e.get("reason") == reason and str(e.get("involvedObject", {}).get("name", "")).startswith(about)
+        if e.get("reason") == reason
+        and saying in str(e.get("message", ""))
+        and str(e.get("involvedObject", {}).get("name", "")).startswith(about)
     )
 
 

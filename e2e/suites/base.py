@@ -46,6 +46,8 @@ class Scenario:
     run: Callable[[Context], Result]
     # The stack's teams the scenario gets its own copies of (with their pools); none: it uses the stack's own.
     teams: tuple[str, ...] = ()
+    # Kinds of its tenant's pool objects never applied (what it shows is their absence).
+    without: tuple[str, ...] = ()
     # Runs before the stack is installed (the objects scenarios apply and delete a whole stack).
     before_stack: bool = False
     # Changes what every scenario sees (restarts Karpenter): runs with no other.

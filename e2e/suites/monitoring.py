@@ -28,14 +28,15 @@ def hold_past_alert_threshold(ctx: Context, claims: list[dict[str, Any]]) -> int
 
 
 def active_alerts_about(subjects: set[str]) -> list[str]:
-    """Names of the stack's active alerts (pending or firing) that are about one of `subjects` (namespaces, pods,
-    NodeClaims, nodes) or about the whole stack: what concurrent scenarios' own alerts are not."""
+    """The stack's active alerts (pending or firing, `Name{label=value}` and state) that are about one of `subjects`
+    (namespaces, pods, NodeClaims, nodes) or about the whole stack: what concurrent scenarios' own alerts are not."""
     found = set()
     for alert in prometheus.active_alerts():
         labels = alert["labels"]
-        named = [labels[key] for key in SUBJECT_LABELS if key in labels]
-        if not named or subjects & set(named):
-            found.add(labels.get("alertname", ""))
+        named = {key: labels[key] for key in SUBJECT_LABELS if key in labels}
+        if not named or subjects & set(named.values()):
+            described = ", ".join(f"{key}={value}" for key, value in sorted(named.items()))
+            found.add(f"{labels.get('alertname', '')}{{{described}}} {alert.get('state', '')}")
     return sorted(found)
 
 

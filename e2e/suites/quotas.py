@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from e2e.cluster import prometheus
 from e2e.cluster.kubectl import KubectlError
 from e2e.cluster.stack import Plan, for_rig
-from e2e.cluster.tenants import renamed
 from e2e.cluster.workloads import (
     PAUSE_IMAGE,
     Context,
     app_pods,
+    bound,
     event_count,
     events,
     get_pod,
@@ -26,14 +27,131 @@ SEED_TEAM = "inference"
 WIDE_TEAM = "ml-research"
 
 
-def quota_refuses(ctx: Context) -> Result:
-    """A pod beyond the team's ResourceQuota is refused by the API server itself. It asks one vGPU more than
-    the quota's requests.nvidia.com/gpu, one per container (the per-GPU limit allows a container no more vGPUs than
-    a node of the team has GPUs) with small per-GPU requests, so only the quota can refuse it."""
+# A container's GPU asks in each request style (README "Team GPU quotas: what is charged"): what Kubernetes' quota
+# counts of it and what HAMi 2.10's own quota charges differ, and each budget must hold at its real figure.
+STYLES: dict[str, dict[str, str]] = {
+    "percentage": {names.GPU: "1", names.GPU_MEMORY_PERCENTAGE: "50", names.GPU_CORES: "10"},
+    "no-gpumem": {names.GPU: "1", names.GPU_CORES: "10"},
+    "whole-gpu": {names.GPU: "1"},
+    "mib": {names.GPU: "1", names.GPU_MEMORY: "8192", names.GPU_CORES: "10"},
+}
+QUOTA_REFUSED = "exceeded quota"
+# HAMi 2.10's webhook refuses at admission a pod whose memory it can compute and the team's HAMi quota cannot take
+# (pkg/scheduler/webhook.go), its scheduler at placement one it charges only once it picks a GPU.
+HAMI_WEBHOOK_REFUSED = "exceeding resource quota"
+HAMI_QUOTA_REFUSED = "ResourceQuotaNotFit"
+
+
+def _admission_refusal(error: str) -> str:
+    """Which quota refused a pod at admission ('' when none did)."""
+    if QUOTA_REFUSED in error:
+        return f"Kubernetes' quota at admission: {error.splitlines()[-1]}"
+    if HAMI_WEBHOOK_REFUSED in error:
+        return f"HAMi's webhook at admission: {error.splitlines()[-1]}"
+    return ""
+
+
+def _charged(ctx: Context, team: str) -> dict[str, int]:
+    """What HAMi's scheduler has charged the team's quota, from its own metric (gpumem in MiB, gpucores in %)."""
+    series = prometheus.query(f'hami_resource_quota_used{{namespace="{team}"}}')
+    return {s["metric"].get("quota_name", ""): int(float(s["value"][1])) for s in series}
+
+
+def _style_pod(ctx: Context, team: str, pool: str, style: str, index: int) -> dict[str, Any]:
+    template = gpu_deployment(ctx, f"quota-{style}", team, pool, 1, {"cores": 1, "mem_mib": 1})["spec"]["template"]
+    template["spec"]["containers"][0]["resources"]["limits"] = dict(STYLES[style])
+    metadata = {"name": f"quota-{style}-{index}", "namespace": team, "labels": {"app": f"quota-{style}"}}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": template["spec"]}
+
+
+def _memory_budget_style(ctx: Context, team: str, pool: str, style: str) -> dict[str, Any]:
+    """Pods of one request style, one at a time, until a budget refuses one: at admission (Kubernetes' quota, which
+    counts what the pod states) or at placement (HAMi's, which charges what it hands out). How many ran, who refused
+    the next and why, and what HAMi charged; then every pod deleted and HAMi's charge back to none."""
+    created: list[dict[str, Any]] = []
+    refusal = ""
+    try:
+        for index in range(1, 8):
+            pod = _style_pod(ctx, team, pool, style, index)
+            try:
+                ctx.kubectl.apply([pod])
+            except KubectlError as error:
+                refusal = _admission_refusal(str(error))
+                if not refusal:
+                    raise ScenarioFailure(f"{style}: pod {index} refused, but not by a quota: {error}") from None
+                break
+            created.append(pod)
+
+            def decided(name: str = pod["metadata"]["name"]) -> bool:
+                placed = bound([get_pod(ctx, team, name)])
+                return bool(placed) or event_count(ctx, team, name, "FailedScheduling", HAMI_QUOTA_REFUSED) > 0
+
+            wait(ctx, f"{style} pod {index} placed or refused by HAMi's quota", decided, on="hami")
+            if not bound([get_pod(ctx, team, pod["metadata"]["name"])]):
+                refusal = f"HAMi's scheduler at placement: {HAMI_QUOTA_REFUSED}"
+                break
+        placed = len(bound(app_pods(ctx, team, f"quota-{style}")))
+        charged = _charged(ctx, team)
+    finally:
+        ctx.kubectl.delete(created)
+    wait(
+        ctx,
+        f"HAMi's charge of the {style} pods returned",
+        lambda: not any(_charged(ctx, team).values()),
+        60,
+        on="alerts",
+    )
+    return {"placed": placed, "refused_by": refusal, "charged": charged}
+
+
+def quota_budgets(ctx: Context) -> Result:
+    """A team's quota refuses at its real budget whatever the pods ask. vGPUs: a pod asking one more than
+    requests.nvidia.com/gpu is refused by the API server. GPU memory, per request style (MiB, a percentage of the GPU,
+    a whole GPU, cores without memory): Kubernetes counts only what a container states, HAMi 2.10's own quota
+    (limits.nvidia.com/gpumem and gpucores) charges what it hands out, so the pods that run are what the budget
+    holds (30720 MiB: three of 8192 MiB, four of 50% of a T4, two whole T4s) and the next is refused, by the API
+    server or by HAMi's scheduler; every charge returns when the pods are deleted."""
     team = ctx.team(SEED_TEAM)
     [quota] = [q for q in ctx.plan.of_kind("ResourceQuota") if q["metadata"]["namespace"] == team]
-    hard_vgpus = int(quota["spec"]["hard"][f"requests.{ctx.hami.resource_name}"])
+    hard = {key: int(value) for key, value in quota["spec"]["hard"].items()}
     pool = team_pool(ctx, team)
+    vgpus = _vgpu_count_refused(ctx, team, pool, hard[f"requests.{names.GPU}"])
+    gpu_mib = min(
+        ctx.catalog.gpu_model_of(ctx.catalog.instance_type(t)).nvml_memory_mib
+        for t in ctx.plan.pool_instance_types()[pool]
+    )
+    memory_mib = hard[f"limits.{names.GPU_MEMORY}"] * ctx.hami.memory_factor
+    cores = hard[f"limits.{names.GPU_CORES}"]
+    expected = {
+        "percentage": memory_mib // (gpu_mib // 2),
+        "no-gpumem": memory_mib // gpu_mib,
+        "whole-gpu": min(memory_mib // gpu_mib, cores // 100),
+        "mib": memory_mib // 8192,
+    }
+    styles = {style: _memory_budget_style(ctx, team, pool, style) for style in STYLES}
+    wrong = {s: seen for s, seen in styles.items() if seen["placed"] != expected[s] or not seen["refused_by"]}
+    if wrong:
+        raise ScenarioFailure(f"the memory budget of {memory_mib} MiB did not hold at its figure: {wrong}")
+    for style, seen in styles.items():
+        charged = seen["charged"].get(names.GPU_MEMORY, 0)
+        if style != "mib" and charged > memory_mib:
+            raise ScenarioFailure(f"HAMi charged {charged} MiB for the {style} pods, above the {memory_mib} MiB budget")
+    return Result(
+        "quota",
+        True,
+        f"{vgpus}; GPU memory budget {memory_mib} MiB: "
+        + ", ".join(
+            f"{s} {seen['placed']} ran, the next refused by {seen['refused_by'].split(':')[0]}"
+            for s, seen in styles.items()
+        )
+        + "; every charge returned after deletion",
+        {"expected": expected, "styles": styles, "memory_budget_mib": memory_mib},
+    )
+
+
+def _vgpu_count_refused(ctx: Context, team: str, pool: str, hard_vgpus: int) -> str:
+    """A pod asking one vGPU more than requests.nvidia.com/gpu, one per container (the per-GPU limit allows a container
+    no more vGPUs than a node of the team has GPUs) with small per-GPU requests, so only the quota can refuse it."""
     template = gpu_deployment(ctx, "over-quota", team, pool, 1, {"cores": 1, "mem_mib": 1})["spec"]["template"]
     [container] = template["spec"]["containers"]
     template["spec"]["containers"] = [{**container, "name": f"server-{i}"} for i in range(hard_vgpus + 1)]
@@ -47,14 +165,65 @@ def quota_refuses(ctx: Context) -> Result:
     try:
         ctx.kubectl.apply([pod])
     except KubectlError as error:
-        if "exceeded quota" not in str(error):
+        if QUOTA_REFUSED not in str(error):
             raise ScenarioFailure(f"refused, but not by the quota: {error}") from None
-        return Result("quota", True, f"a pod asking {asked} refused: exceeded quota", {"quota_vgpus": hard_vgpus})
+        return f"a pod asking {asked} refused: {QUOTA_REFUSED}"
     ctx.kubectl.delete([pod])
     raise ScenarioFailure(f"a pod asking {asked} was admitted")
 
 
-EXCLUSIVE_POOL = "rig-exclusive"
+BURST = 8
+
+
+def quota_burst(ctx: Context) -> Result:
+    """HAMi 2.10's charge does not drift: a burst of twice what the memory budget holds (50% of a GPU each), HAMi
+    places what fits and refuses the rest over and over as kube-scheduler retries them, and its charge stays at what
+    runs (2.8.3 charged a pod again on every re-filter); deleted, the charge returns to none; the same pods again
+    are charged the same."""
+    team = ctx.team(SEED_TEAM)
+    pool = team_pool(ctx, team)
+    [quota] = [q for q in ctx.plan.of_kind("ResourceQuota") if q["metadata"]["namespace"] == team]
+    memory_mib = int(quota["spec"]["hard"][f"limits.{names.GPU_MEMORY}"]) * ctx.hami.memory_factor
+    deployment = gpu_deployment(ctx, "burst", team, pool, BURST, {"cores": 1, "mem_mib": 1})
+    deployment["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"] = dict(STYLES["percentage"])
+    figures: dict[str, Any] = {"memory_budget_mib": memory_mib}
+    try:
+        ctx.kubectl.apply([deployment])
+
+        def refiltered() -> bool:
+            pending = [p for p in app_pods(ctx, team, "burst") if not bound([p])]
+            return len(bound(app_pods(ctx, team, "burst"))) > 0 and all(
+                event_count(ctx, team, p["metadata"]["name"], "FailedScheduling", HAMI_QUOTA_REFUSED) >= 3
+                for p in pending
+            )
+
+        wait(ctx, "the pods beyond the budget refused by HAMi three times each", refiltered, 240, on="hami")
+        placed = len(bound(app_pods(ctx, team, "burst")))
+        wait(ctx, "HAMi's charge scraped", lambda: _charged(ctx, team).get(names.GPU_MEMORY, 0) > 0, 60, on="alerts")
+        charged = _charged(ctx, team)
+        figures["burst"] = {"pods": BURST, "placed": placed, "charged": charged}
+        if charged.get(names.GPU_MEMORY, 0) > memory_mib or placed >= BURST:
+            raise ScenarioFailure(f"HAMi's charge drifted past the budget: {figures['burst']}")
+        deployment["spec"]["replicas"] = 0
+        ctx.kubectl.apply([deployment])
+        returned = wait(
+            ctx, "HAMi's charge returned after deletion", lambda: not any(_charged(ctx, team).values()), 90, on="alerts"
+        )
+        deployment["spec"]["replicas"] = placed
+        ctx.kubectl.apply([deployment])
+        wait(ctx, f"{placed} pods placed again", lambda: len(bound(app_pods(ctx, team, "burst"))) == placed, on="hami")
+        wait(ctx, "HAMi's charge scraped again", lambda: _charged(ctx, team) == charged, 60, on="alerts")
+        figures["again"] = {"placed": placed, "charged": _charged(ctx, team), "returned_after_s": round(returned, 1)}
+    finally:
+        ctx.kubectl.delete([deployment])
+    return Result(
+        "quota-burst",
+        True,
+        f"{BURST} pods of 50% of a GPU against a {memory_mib} MiB budget: {placed} placed, the rest refused by HAMi "
+        f"again and again, HAMi's charge stayed {charged.get(names.GPU_MEMORY)} MiB; deleted, it returned to none "
+        f"within {returned:.0f} s; placed again, charged the same",
+        figures,
+    )
 
 
 def _with_exclusive_pool(ctx: Context, pool: str) -> Plan:
@@ -71,7 +240,7 @@ def _with_exclusive_pool(ctx: Context, pool: str) -> Plan:
             }
         )
         for team in config["gpushare:teams"]:
-            if ctx.tenant.owns(team["name"]):
+            if team["name"] in ctx.tenant.teams.values():
                 team["pools"].append(pool)
 
     return variant(ctx, "exclusive", edit)
@@ -113,7 +282,7 @@ def priorities(ctx: Context) -> Result:
     ignoredByScheduler, so the batch pods keep their GPUs and the critical pod waits (HAMi #1878). On an
     exclusive pool, where nvidia.com/gpu is the kubelet's own resource, the batch pod is preempted."""
     batch_team, critical_team = ctx.team(WIDE_TEAM), ctx.team(SEED_TEAM)
-    exclusive_name = renamed(EXCLUSIVE_POOL, ctx.tenant.name)
+    exclusive_name = ctx.tenant.extra_pool
     pool = team_pool(ctx, critical_team)
     [nodepool] = [p for p in ctx.plan.of_kind("NodePool") if p["metadata"]["name"] == pool]
     limit = int(nodepool["spec"]["limits"][names.GPU])
@@ -212,6 +381,7 @@ def priorities(ctx: Context) -> Result:
 
 
 SCENARIOS = (
-    Scenario("quota", quota_refuses, (SEED_TEAM,)),
+    Scenario("quota", quota_budgets, (SEED_TEAM,)),
+    Scenario("quota-burst", quota_burst, (SEED_TEAM,)),
     Scenario("priorities", priorities, (WIDE_TEAM, SEED_TEAM)),
 )

@@ -9,6 +9,7 @@ from typing import Any
 from e2e.cluster import prometheus
 from e2e.cluster.hami_chart import HamiRelease
 from e2e.cluster.node_agent import KWOK_NODE_ANNOTATION, RIG_STACK_LABEL
+from e2e.cluster.stack import variant_plan
 from e2e.cluster.workloads import (
     Context,
     condition,
@@ -20,7 +21,7 @@ from e2e.cluster.workloads import (
 )
 from e2e.suites.base import CONSOLIDATION_BOUND_S, SHIPPED_STACKS, Result, Scenario, ScenarioFailure, settle, wait
 from gpushare import names
-from gpushare.hami import SharingProfile, node_capacity
+from gpushare.hami import SharingProfile, node_capacity, smallest_memory_factor
 
 # The mock polls its node every 30 s and the kubelet stand-in relays its ListAndWatch (every 10 s).
 REGISTRATION_TIMEOUT_S = 120
@@ -29,11 +30,36 @@ NO_INSTANCE_TYPE = "no instance type has enough resources"
 REGISTRATION_TAINT = {"key": "rig.gpushare.io/registration", "value": "only", "effect": "NoSchedule"}
 
 
-def _registration_nodes(ctx: Context) -> list[tuple[dict[str, Any], dict[str, int], dict[str, int]]]:
-    """Per instance type of every HAMi pool of every stack: a fake node of it (the pool's labels, tainted so no
-    pod lands), what gpushare's capacity model says it registers, and what the pool's NodeOverlay advertises."""
+# The catalog's largest GPU type, above the mock's per-resource ceiling at memoryFactor 1 (8 x 81559 MiB).
+LARGEST_TYPE = "p5.48xlarge"
+LARGE_GPU_POOL = "h100-shared"
+
+
+def large_gpu_plan(ctx: Context) -> str:
+    """prod with a HAMi pool of the catalog's largest type at the smallest memoryFactor that brings it under the
+    mock's ceiling (gpushare.hami.smallest_memory_factor, the function config and pack judge it with), rendered by
+    the real program and added to the rig's plans; its name."""
+    prod = ctx.plans["prod"]
+    profile = SharingProfile.model_validate(prod.source["config"]["gpushare:hami"].get("profile", {}))
+    factor = smallest_memory_factor(ctx.catalog, ctx.catalog.instance_type(LARGEST_TYPE), profile)
+
+    def edit(config: dict[str, Any]) -> None:
+        config["gpushare:hami"].setdefault("profile", {})["memoryFactor"] = factor
+        config["gpushare:pools"].append(
+            {"name": LARGE_GPU_POOL, "instanceTypes": [LARGEST_TYPE], "maxGpus": 16, "sharing": "hami"}
+        )
+        config["gpushare:teams"][0]["pools"].append(LARGE_GPU_POOL)
+
+    name = f"prod-{LARGE_GPU_POOL}"
+    ctx.plans[name] = variant_plan("prod", name, ctx.log_dir.parent, edit, prod)
+    return name
+
+
+def _registration_nodes(ctx: Context, stacks: list[str]) -> list[tuple[dict[str, Any], dict[str, int], dict[str, int]]]:
+    """Per instance type of every HAMi pool of the stacks: a fake node of it (the pool's labels, tainted so no pod
+    lands), what gpushare's capacity model says it registers, and what the pool's NodeOverlay advertises."""
     found = []
-    for stack, plan in sorted((stack, ctx.plans[stack]) for stack in SHIPPED_STACKS):
+    for stack, plan in sorted((stack, ctx.plans[stack]) for stack in stacks):
         release = HamiRelease.from_values(plan.helm_values[names.HAMI_RELEASE])
         profile = SharingProfile(
             deviceSplitCount=release.split_count,
@@ -71,10 +97,13 @@ def _registration_nodes(ctx: Context) -> list[tuple[dict[str, Any], dict[str, in
 
 
 def hami_registration(ctx: Context) -> Result:
-    """A node of every instance type of every HAMi pool (dev and prod) registers, through rig-gpu-node's
-    device-plugin API and the real mock device plugin, exactly what gpushare's capacity model plans and the
-    pool's NodeOverlay advertises: the overlay never promises more than HAMi and the mock register."""
-    cases = _registration_nodes(ctx)
+    """A node of every instance type of every HAMi pool (dev, prod, and prod with a p5.48xlarge HAMi pool at the
+    memoryFactor that fits) registers, through rig-gpu-node's device-plugin API and the real mock device plugin,
+    exactly what gpushare's capacity model plans and the pool's NodeOverlay advertises: the overlay never promises
+    more than HAMi and the mock register."""
+    stacks = [*SHIPPED_STACKS, large_gpu_plan(ctx)]
+    factor = HamiRelease.from_values(ctx.plans[stacks[-1]].helm_values[names.HAMI_RELEASE]).memory_factor
+    cases = _registration_nodes(ctx, stacks)
     nodes = [node for node, _, _ in cases]
     ctx.kubectl.apply(nodes)
 
@@ -105,18 +134,18 @@ def hami_registration(ctx: Context) -> Result:
     return Result(
         "hami-registration",
         True,
-        f"{len(cases)} instance types of the HAMi pools of {', '.join(SHIPPED_STACKS)}: what the real mock and "
-        f"HAMi's device plugin stand-in registered equals the capacity model and the overlay, within {seconds:.0f} s",
+        f"{len(cases)} instance types of the HAMi pools of {', '.join(stacks)} ({LARGEST_TYPE} at memoryFactor "
+        f"{factor}): what the real mock and HAMi's device plugin stand-in registered equals the capacity model and "
+        f"the overlay, within {seconds:.0f} s",
         {"registered": figures, "seconds": round(seconds, 1)},
     )
 
 
 def no_overlays(ctx: Context) -> Result:
-    """Without NodeOverlays Karpenter cannot see HAMi's resources: Pending, and it says why."""
+    """Without NodeOverlays Karpenter cannot see HAMi's resources: Pending, and it says why. The scenario's copy of
+    the pool never had its overlays (applied and then deleted, Karpenter could still plan with them for a moment)."""
     team = ctx.team(SEED_TEAM)
     pool = team_pool(ctx, team)
-    overlays = [obj for obj in ctx.plan.of_kind("NodeOverlay") if obj["metadata"]["labels"][names.POOL_LABEL] == pool]
-    ctx.kubectl.delete(overlays)
     deployment = gpu_deployment(ctx, "no-overlay", team, pool, 1, {"cores": 50, "mem_mib": 4096})
     needle = NO_INSTANCE_TYPE
     try:
@@ -126,12 +155,12 @@ def no_overlays(ctx: Context) -> Result:
             raise ScenarioFailure(f"Karpenter launched {len(nodeclaims(ctx))} NodeClaims without overlays")
     finally:
         ctx.kubectl.delete([deployment])
-        ctx.kubectl.apply(overlays)
     return Result(
         "no-overlays",
         True,
         f"without the {pool} overlays the pod stays Pending; Karpenter said '{needle}' after {seconds:.0f} s",
         {"seconds_to_event": round(seconds, 1)},
+        [f"the scenario's copy of the pool ({pool}) is applied without its NodeOverlays"],
     )
 
 
@@ -222,7 +251,7 @@ def resource_not_registered(ctx: Context) -> Result:
 
 SCENARIOS = (
     Scenario("hami-registration", hami_registration),
-    Scenario("no-overlays", no_overlays, (SEED_TEAM,)),
+    Scenario("no-overlays", no_overlays, (SEED_TEAM,), without=("NodeOverlay",)),
     Scenario("gate-off", gate_off, (SEED_TEAM,), alone=True),
     Scenario("resource-not-registered", resource_not_registered, (SEED_TEAM,)),
 )

@@ -37,10 +37,17 @@ DEVIATIONS = (
     "disruption budget is moved to a daily window starting 12 h after the rig starts (at most 11 h long), so no "
     "scenario depends on the hour or weekday; disruption-budget sets windows over and away from now on purpose.",
     "Prometheus runs without the Prometheus operator: the stack's Karpenter and HAMi-scheduler ServiceMonitors "
-    "become static scrapes (HAMi's through the Service port the monitor names, job = the Service name; Karpenter's "
-    "with the namespace label a ServiceMonitor target carries), and the stack's PrometheusRule groups are loaded as "
-    "a rules file, rendered with nodeClaimNotInitializedMinutes: 1 and podPendingMinutes: 1 so those alerts can "
-    "fire within a run.",
+    "become static scrapes (HAMi's through the Service port the monitor names, with its honorLabels, job = the "
+    "Service name; Karpenter's with the namespace label a ServiceMonitor target carries), and the stack's "
+    "PrometheusRule groups are loaded as a rules file, rendered with monitoring on and "
+    "nodeClaimNotInitializedMinutes: 1 and podPendingMinutes: 1 so those alerts can fire within a run.",
+    "Scenarios run four at a time, each on copies of the dev teams it needs and their pools (e2e/cluster/tenants.py), "
+    "rendered by the real program into the plan the rig applies; the examples run on copies too (their namespace "
+    "and pool renamed). A pool's copy is named <tenant><n>: kwok names a node up to 61 characters beyond its pool's "
+    "name, and HAMi labels each pod it places with its node's name, which a label value allows only up to 63 "
+    "(EC2 node names are about 45).",
+    "Both kube-schedulers retry refused pods sooner: podInitialBackoffSeconds 1 and podMaxBackoffSeconds 2 "
+    "(production 1 and 10) and --pod-max-in-unschedulable-pods-duration=15s (production 5m).",
 )
 
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 import json
 import time
 import traceback
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from e2e.cluster.api import ApiError
 from e2e.cluster.errors import RigError
@@ -20,6 +21,7 @@ from e2e.cluster.tenants import Tenant
 from e2e.cluster.workloads import Context, nodeclaims
 from e2e.suites import disruption, objects, placement, quotas, registration, scale_up, timeslicing
 from e2e.suites.base import Result, Scenario, ScenarioFailure, diagnostics
+from gpushare import names
 
 RUNNING_STACK = "dev"
 SCENARIOS: dict[str, Scenario] = {
@@ -41,6 +43,20 @@ def tenant_name(scenario: str) -> str:
 def tenants_of(selected: Iterable[str]) -> dict[str, tuple[str, ...]]:
     """Tenant -> the stack's teams it copies, for the selected scenarios that want their own."""
     return {tenant_name(name): SCENARIOS[name].teams for name in selected if SCENARIOS[name].teams}
+
+
+def left_out(selected: Iterable[str], tenants: Iterable[Tenant]) -> Callable[[dict[str, Any]], bool]:
+    """Whether an object of the running plan is one the selected scenarios want never applied: a kind they name in
+    `without`, of a pool of their tenant."""
+    by_name = {tenant.name: tenant for tenant in tenants}
+    unwanted = {
+        (kind, pool)
+        for name in selected
+        if SCENARIOS[name].without and tenant_name(name) in by_name
+        for kind in SCENARIOS[name].without
+        for pool in by_name[tenant_name(name)].pools.values()
+    }
+    return lambda obj: (obj["kind"], obj["metadata"].get("labels", {}).get(names.POOL_LABEL)) in unwanted
 
 
 def run_scenarios(ctx: Context, selected: list[str], order: list[str]) -> list[Result]:

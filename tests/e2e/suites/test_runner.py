@@ -9,7 +9,8 @@ from e2e.cluster.stack import stack_file
 from e2e.cluster.tenants import with_tenants
 from e2e.suites import report
 from e2e.suites.base import WAITED_ON, Result
-from e2e.suites.runner import SCENARIOS, longest_first, tenant_name, tenants_of
+from e2e.suites.runner import SCENARIOS, left_out, longest_first, tenant_name, tenants_of
+from gpushare import names
 
 NAME_MAX = 32
 
@@ -29,6 +30,11 @@ def test_a_scenario_that_needs_the_cluster_alone_or_before_the_stack_is_not_both
     assert tenant_name("seed-scale-up") == "ssu"
 
 
+def test_tenant_names_are_short_enough_for_their_pool_copies() -> None:
+    """A pool copy is `<tenant><n>`: four characters keep kwok's node names within a label value (test_tenants)."""
+    assert all(len(tenant) <= 3 for tenant in tenants_of(SCENARIOS))
+
+
 def test_the_report_says_where_each_scenario_waited(tmp_path: Path) -> None:
     waited = {"karpenter": 61.0, "settle": 45.0}
     result = Result("x", True, "ok", seconds=130.0, waited=waited)
@@ -44,3 +50,14 @@ def test_the_last_report_orders_the_next_run_longest_first(tmp_path: Path) -> No
     path.write_text(json.dumps({"scenarios": [{"name": "a", "seconds": 10}, {"name": "b", "seconds": 90}]}))
     assert longest_first(path) == ["b", "a"]
     assert longest_first(tmp_path / "missing.json") == []
+
+
+def test_a_scenario_that_shows_an_absence_never_gets_those_objects() -> None:
+    """no-overlays' copy of its pool is applied without its overlays; every other object, its own and the others',
+    is applied."""
+    _, tenants = with_tenants(stack_file("dev"), tenants_of(["no-overlays", "seed-scale-up"]))
+    skip = left_out(["no-overlays", "seed-scale-up"], tenants)
+    overlay = {"kind": "NodeOverlay", "metadata": {"labels": {names.POOL_LABEL: "no0"}}}
+    assert skip(overlay)
+    assert not skip({"kind": "NodeOverlay", "metadata": {"labels": {names.POOL_LABEL: "ssu0"}}})
+    assert not skip({"kind": "NodePool", "metadata": {"name": "no0", "labels": {names.POOL_LABEL: "no0"}}})
