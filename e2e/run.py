@@ -36,6 +36,7 @@ from e2e.suites.runner import (
     longest_first,
     run_one,
     run_scenarios,
+    team_keys_of,
     tenants_of,
 )
 
@@ -82,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
         [variant] = [v for v in workload.variants if v.name == args.variant]
         plans[running_stack] = trace_variant_plan(running_stack, variant, work)
     if workload is None:
-        document, tenants = with_tenants(plans[running_stack].source, tenants_of(selected))
+        document, tenants = with_tenants(plans[running_stack].source, tenants_of(selected), team_keys_of(selected))
         plans[RIG_STACK] = plan_of(RIG_STACK, document, work)
         running_stack = RIG_STACK
     cluster = Cluster(args.bin_dir, work, plans, running_stack, tuple(tenants))

@@ -53,9 +53,14 @@ def renamed(name: str, tenant: str) -> str:
     return f"{name}-{tenant}"
 
 
-def with_tenants(document: dict[str, Any], wanted: Mapping[str, Sequence[str]]) -> tuple[dict[str, Any], list[Tenant]]:
-    """The stack file with, per tenant, copies of the teams it names and of the pools they list; and the tenants.
-    Every original stays, so the stack itself still runs beside them."""
+def with_tenants(
+    document: dict[str, Any],
+    wanted: Mapping[str, Sequence[str]],
+    team_keys: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None,
+) -> tuple[dict[str, Any], list[Tenant]]:
+    """The stack file with, per tenant, copies of the teams it names (with the keys `team_keys[tenant][team]` set on
+    the copy) and of the pools they list; and the tenants. Every original stays, so the stack itself still runs
+    beside them."""
     out = copy.deepcopy(document)
     config = out["config"]
     teams = {team["name"]: team for team in config["gpushare:teams"]}
@@ -79,6 +84,7 @@ def with_tenants(document: dict[str, Any], wanted: Mapping[str, Sequence[str]]) 
             copied["pools"] = [made.pool(pool) for pool in teams[team]["pools"]]
             # One IAM principal may enter the cluster once: the copy gets no namespace role.
             copied.pop("namespaceAccessRoleArn", None)
+            copied |= copy.deepcopy(dict((team_keys or {}).get(tenant, {}).get(team, {})))
             config["gpushare:teams"].append(copied)
         tenants.append(made)
     return out, tenants

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,6 +48,8 @@ class Scenario:
     teams: tuple[str, ...] = ()
     # Kinds of its tenant's pool objects never applied (what it shows is their absence).
     without: tuple[str, ...] = ()
+    # Stack-file keys set on its copies of the teams (team -> keys), e.g. the headroom one of them asks for.
+    team_keys: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     # Runs before the stack is installed (the objects scenarios apply and delete a whole stack).
     before_stack: bool = False
     # Changes what every scenario sees (restarts Karpenter): runs with no other.

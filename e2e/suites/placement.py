@@ -172,7 +172,7 @@ def seed_003_policies(ctx: Context) -> Result:
 ONE_GPU_POOL = "g4dn-shared"
 # The longest the scenario watches Karpenter and HAMi disagree: past the rig's one-minute alert threshold,
 # Karpenter's 30 s pod-metrics refresh and a few consolidation rounds.
-DISAGREE_WATCH_S = 150
+DISAGREE_WATCH_S = 300
 FRAGMENT_MIB = 13000
 FRAGMENT_PODS = 6
 

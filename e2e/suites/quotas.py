@@ -64,10 +64,11 @@ def _style_pod(ctx: Context, team: str, pool: str, style: str, index: int) -> di
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": template["spec"]}
 
 
-def _memory_budget_style(ctx: Context, team: str, pool: str, style: str) -> dict[str, Any]:
+def _memory_budget_style(ctx: Context, team: str, pool: str, style: str, charge_mib: int) -> dict[str, Any]:
     """Pods of one request style, one at a time, until a budget refuses one: at admission (Kubernetes' quota, which
-    counts what the pod states) or at placement (HAMi's, which charges what it hands out). How many ran, who refused
-    the next and why, and what HAMi charged; then every pod deleted and HAMi's charge back to none."""
+    counts what the pod states, or HAMi's webhook) or at placement (HAMi's scheduler, which charges what it hands
+    out). How many ran, who refused the next and why, and HAMi's charge, which must reach `charge_mib` per pod that
+    ran; then every pod deleted and HAMi's charge back to none."""
     created: list[dict[str, Any]] = []
     refusal = ""
     try:
@@ -91,6 +92,13 @@ def _memory_budget_style(ctx: Context, team: str, pool: str, style: str) -> dict
                 refusal = f"HAMi's scheduler at placement: {HAMI_QUOTA_REFUSED}"
                 break
         placed = len(bound(app_pods(ctx, team, f"quota-{style}")))
+        wait(
+            ctx,
+            f"HAMi charging {placed} {style} pods {placed * charge_mib} MiB",
+            lambda: _charged(ctx, team).get(names.GPU_MEMORY) == placed * charge_mib,
+            60,
+            on="alerts",
+        )
         charged = _charged(ctx, team)
     finally:
         ctx.kubectl.delete(created)
@@ -128,7 +136,9 @@ def quota_budgets(ctx: Context) -> Result:
         "whole-gpu": min(memory_mib // gpu_mib, cores // 100),
         "mib": memory_mib // 8192,
     }
-    styles = {style: _memory_budget_style(ctx, team, pool, style) for style in STYLES}
+    # What HAMi hands out per pod, and so charges: what the pod states, else its share of the GPU, else all of it.
+    charges = {"percentage": gpu_mib // 2, "no-gpumem": gpu_mib, "whole-gpu": gpu_mib, "mib": 8192}
+    styles = {style: _memory_budget_style(ctx, team, pool, style, charges[style]) for style in STYLES}
     wrong = {s: seen for s, seen in styles.items() if seen["placed"] != expected[s] or not seen["refused_by"]}
     if wrong:
         raise ScenarioFailure(f"the memory budget of {memory_mib} MiB did not hold at its figure: {wrong}")
@@ -308,12 +318,12 @@ def priorities(ctx: Context) -> Result:
             300,
         )
         ctx.kubectl.apply([critical])
-        # kube-scheduler looks for victims (PostFilter) in the very cycle that ends in FailedScheduling: two failed
+        # kube-scheduler looks for victims (PostFilter) in the very cycle that ends in FailedScheduling: three failed
         # cycles show it found none, with the pool at its limit.
         hold_s = wait(
             ctx,
-            "HAMi's kube-scheduler failing the critical pod twice",
-            lambda: event_count(ctx, critical_team, "critical", "FailedScheduling") >= 2,
+            "HAMi's kube-scheduler failing the critical pod three times",
+            lambda: event_count(ctx, critical_team, "critical", "FailedScheduling") >= 3,
             120,
             on="hami",
         )
@@ -372,10 +382,9 @@ def priorities(ctx: Context) -> Result:
         "priorities",
         True,
         f"HAMi pool {pool} full of {nodes} batch pods: the critical pod (priority "
-        f"{figures['hami']['critical_priority']}) stays Pending ({hold_s:.0f} s, two scheduling cycles), no batch pod "
-        "preempted (no preempt verb in "
-        "HAMi's extender); exclusive pool: the batch pod is preempted and the critical pod runs after "
-        f"{figures['exclusive']['critical_running_after_s']} s",
+        f"{figures['hami']['critical_priority']}) stays Pending ({hold_s:.0f} s, three scheduling cycles), no "
+        "batch pod preempted (no preempt verb in HAMi's extender); exclusive pool: the batch pod is preempted and "
+        f"the critical pod runs after {figures['exclusive']['critical_running_after_s']} s",
         figures,
     )
 

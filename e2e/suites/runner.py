@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import time
 import traceback
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -19,14 +19,14 @@ from e2e.cluster.rig import wait_for
 from e2e.cluster.start import say
 from e2e.cluster.tenants import Tenant
 from e2e.cluster.workloads import Context, nodeclaims
-from e2e.suites import disruption, objects, placement, quotas, registration, scale_up, timeslicing
+from e2e.suites import disruption, headroom, objects, placement, quotas, registration, scale_up, timeslicing
 from e2e.suites.base import Result, Scenario, ScenarioFailure, diagnostics
 from gpushare import names
 
 RUNNING_STACK = "dev"
 SCENARIOS: dict[str, Scenario] = {
     scenario.name: scenario
-    for module in (objects, registration, scale_up, placement, disruption, quotas, timeslicing)
+    for module in (objects, registration, scale_up, placement, disruption, quotas, timeslicing, headroom)
     for scenario in module.SCENARIOS
 }
 # Scenarios sharing the cluster at once. Most of a scenario's time is spent waiting on controllers' timers, not
@@ -43,6 +43,11 @@ def tenant_name(scenario: str) -> str:
 def tenants_of(selected: Iterable[str]) -> dict[str, tuple[str, ...]]:
     """Tenant -> the stack's teams it copies, for the selected scenarios that want their own."""
     return {tenant_name(name): SCENARIOS[name].teams for name in selected if SCENARIOS[name].teams}
+
+
+def team_keys_of(selected: Iterable[str]) -> dict[str, Mapping[str, Mapping[str, Any]]]:
+    """Tenant -> team -> the stack-file keys the selected scenarios set on their copies."""
+    return {tenant_name(name): SCENARIOS[name].team_keys for name in selected if SCENARIOS[name].team_keys}
 
 
 def left_out(selected: Iterable[str], tenants: Iterable[Tenant]) -> Callable[[dict[str, Any]], bool]:

@@ -38,6 +38,7 @@ from gpushare import names
 
 SEED_TEAM = "inference"
 WIDE_TEAM = "ml-research"
+EXAMPLES_TIMEOUT_S = 360
 
 
 def seed_scale_up(ctx: Context) -> Result:
@@ -241,8 +242,12 @@ def examples_run(ctx: Context, examples: list[Path]) -> Result:
     expected = {key: w["spec"].get("replicas", w["spec"].get("completions", 1)) for key, w in workloads.items()}
     pods = sum(expected.values())
     try:
+        # HAMi binds one pod per node at a time (its node lock), for every scenario running beside this one.
         seconds = wait(
-            ctx, f"{pods} example pods run", lambda: all(_ran(ctx, w) >= expected[key] for key, w in workloads.items())
+            ctx,
+            f"{pods} example pods run",
+            lambda: all(_ran(ctx, w) >= expected[key] for key, w in workloads.items()),
+            EXAMPLES_TIMEOUT_S,
         )
     except ScenarioFailure as failure:
         short = {f"{ns}/{name}": f"{_ran(ctx, w)}/{expected[(ns, name)]}" for (ns, name), w in workloads.items()}

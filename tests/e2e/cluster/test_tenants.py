@@ -70,3 +70,14 @@ def test_the_stack_file_given_is_not_changed(tmp_path: Path) -> None:
     original = stack_file("dev")
     with_tenants(original, {"ab": ("inference",)})
     assert original == stack_file("dev")
+
+
+def test_a_tenant_sets_keys_on_its_copies_only() -> None:
+    """warm-headroom's copy of inference asks for headroom; the original and the other tenants' copies do not."""
+    headroom = {"pods": 2, "shape": {"gpuMemoryMib": 5120, "gpuCores": 33}}
+    document, _ = with_tenants(
+        stack_file("dev"), {"ab": ("inference",), "cd": ("inference",)}, {"ab": {"inference": {"headroom": headroom}}}
+    )
+    teams = {team["name"]: team for team in document["config"]["gpushare:teams"]}
+    assert teams["inference-ab"]["headroom"] == headroom
+    assert "headroom" not in teams["inference"] and "headroom" not in teams["inference-cd"]
