@@ -240,12 +240,12 @@ class Variant(BaseModel):
     name: str = Field(pattern=NAME, description="Names the variant in the comparison; not `stack`")
     pools: dict[str, dict[str, Any]] = Field(
         default_factory=dict,
-        description="Pool name -> keys of gpushare:pools to change (null removes a key); only pools the trace's "
+        description="Pool name -> keys of gpushare:pools to change (null removes a key); only pools the day's "
         "groups run on, and only to values the stack does not already have",
     )
     teams: dict[str, dict[str, Any]] = Field(
         default_factory=dict,
-        description="Team name -> keys of gpushare:teams to change (null removes a key); only teams the trace's "
+        description="Team name -> keys of gpushare:teams to change (null removes a key); only teams the day's "
         "groups run in, never taking a group's pool away",
     )
 

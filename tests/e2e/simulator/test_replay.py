@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -167,3 +169,49 @@ def _peak(demand: Demand) -> int:
 def test_the_production_day_peaks_at_about_fifty_pods():
     demand: Any = load_simulation(SHIPPED, MAPPING)
     assert 45 <= _peak(demand) <= 60
+
+
+KUBECTL_PODS = {
+    "items": [
+        {
+            "metadata": {"namespace": "inference", "name": "chat-1", "creationTimestamp": "2026-11-18T01:00:00Z"},
+            "spec": {
+                "containers": [
+                    {"name": "sidecar", "resources": {"requests": {"cpu": "100m"}}},
+                    {
+                        "name": "server",
+                        "resources": {
+                            "requests": {"cpu": "2", "memory": "8Gi"},
+                            "limits": {"nvidia.com/gpu": "1", "nvidia.com/gpumem": "4096", "nvidia.com/gpucores": "25"},
+                        },
+                    },
+                ]
+            },
+            "status": {"containerStatuses": [{"state": {"running": {}}}]},
+        },
+        {
+            "metadata": {"namespace": "ml-research", "name": "nb-1", "creationTimestamp": "2026-11-18T02:00:00Z"},
+            "spec": {"containers": [{"name": "nb", "resources": {"limits": {"nvidia.com/gpu.shared": "1"}}}]},
+            "status": {"containerStatuses": [{"state": {"terminated": {"finishedAt": "2026-11-18T03:30:00Z"}}}]},
+        },
+        {
+            "metadata": {"namespace": "kube-system", "name": "coredns", "creationTimestamp": "2026-11-18T00:00:00Z"},
+            "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "100m"}}}]},
+        },
+    ]
+}
+
+
+def test_the_kubectl_recipe_writes_a_pod_list_the_replay_reads(tmp_path: Path):
+    """README's jq program over `kubectl get pods -A -o json`: the GPU pods only, as replayable lines."""
+    jq = shutil.which("jq")
+    if jq is None:
+        pytest.skip("jq is not installed")
+    program = ROOT / "examples" / "workloads" / "pods-from-kubectl.jq"
+    lines = subprocess.run(
+        [jq, "-c", "-f", str(program)], input=json.dumps(KUBECTL_PODS), capture_output=True, text=True, check=True
+    ).stdout
+    demand = _replay(tmp_path, lines, suffix=".jsonl")
+    chat, notebook = (batch.group for batch in demand.batches)
+    assert (chat.team, chat.gpu_memory_mib, chat.gpu_cores, chat.cpu) == ("inference", 4096, 25, "2000m")
+    assert (notebook.pool, demand.batches[1].duration_minutes) == ("g6-timeslice", 90.0)
