@@ -244,11 +244,13 @@ class Day:
         }
 
     def job(self, batch: Batch) -> dict[str, Any]:
-        """An Indexed Job of the batch's pods, each completing its duration after it runs (a gang's wait for the
-        rig to arm them all); an eviction's replacement is not a failure (the pod failure policy ignores it)."""
+        """An Indexed Job of the batch's pods, each completing its duration after it runs (a gang's, and a batch
+        already running when the day begins, wait for the rig to arm them); an eviction's replacement is not a
+        failure (the pod failure policy ignores it)."""
         template = self._template(batch.name, batch.group)
         template["spec"]["restartPolicy"] = "Never"
-        run_for = GANG_WAITS if batch.gang else f"{self.demand.real_seconds(batch.duration_minutes):.3f}s"
+        armed_by_rig = batch.gang or batch.running_at_start
+        run_for = GANG_WAITS if armed_by_rig else f"{self.demand.real_seconds(batch.duration_minutes):.3f}s"
         template["metadata"]["annotations"] = {COMPLETE_AFTER: run_for}
         return {
             "apiVersion": "batch/v1",
@@ -385,11 +387,16 @@ class Day:
         return self.seen
 
     def _start_state(self) -> None:
-        """The Deployments at their 00:00 counts, running before the clock starts (or START_TIMEOUT_S passed)."""
+        """The Deployments at their 00:00 counts and the batches already running then, running before the clock
+        starts (or START_TIMEOUT_S passed)."""
         at_start = self.demand.replicas_at_start()
         groups = {group.name: group for group in self.demand.groups}
-        self.ctx.kubectl.apply([self.deployment(name, groups[name], count) for name, count in at_start.items()])
-        wanted, began = sum(at_start.values()), time.time()
+        running_batches = [batch for batch in self.demand.batches if batch.running_at_start]
+        for name, count in at_start.items():
+            self._create(self.deployment(name, groups[name], count))
+        for batch in running_batches:
+            self._create(self.job(batch))
+        wanted, began = sum(at_start.values()) + sum(batch.count for batch in running_batches), time.time()
         while time.time() - began < START_TIMEOUT_S:
             with self.lock:
                 running = sum(1 for p in self.seen.pods.values() if p.running is not None and p.gone is None)
@@ -410,13 +417,15 @@ class Day:
             if change.minute > 0:
                 actions.append((change.minute, order, lambda c=change: self._scale(c.group, c.replicas)))
         for order, batch in enumerate(demand.batches):
-            actions.append((batch.minute, len(actions) + order, lambda b=batch: self.ctx.kubectl.apply([self.job(b)])))
+            if not batch.running_at_start:
+                actions.append((batch.minute, len(actions) + order, lambda b=batch: self._create(self.job(b))))
         for order, switch in enumerate(switches):
             actions.append((switch.minute, -1 - order, lambda s=switch: self._switch(s)))  # budgets first
         actions.sort(key=lambda action: (action[0], action[1]))
         seen.day_start = time.time()
         horizon_s = demand.real_seconds(demand.horizon_minutes)
         gangs = [batch for batch in demand.batches if batch.gang]
+        started = [batch for batch in demand.batches if batch.running_at_start and not batch.gang]
         armed: dict[str, frozenset[str]] = {}
         next_sample = seen.day_start
         while True:
@@ -425,6 +434,7 @@ class Day:
             while actions and demand.real_seconds(actions[0][0]) <= elapsed:
                 actions.pop(0)[2]()
             self._arm(gangs, armed, elapsed)
+            self._arm_each(started, armed)
             if now >= next_sample:
                 self._sample(now)
                 next_sample += POLL_S
@@ -438,6 +448,12 @@ class Day:
                 f"nodes without a Deployment pod were still up {TAIL_CAP_S:.0f} s after the horizon"
             )
 
+    def _create(self, workload: dict[str, Any]) -> None:
+        """POST a Deployment or Job (milliseconds, where kubectl would hold the clock for a process start)."""
+        group = "apps" if workload["kind"] == "Deployment" else "batch"
+        path = f"/apis/{group}/v1/namespaces/{workload['metadata']['namespace']}/{workload['kind'].lower()}s"
+        self.ctx.api.request("POST", path, workload)
+
     def _scale(self, group: PodRequests, replicas: int) -> None:
         path = f"/apis/apps/v1/namespaces/{group.team}/deployments/{group.name}"
         try:
@@ -445,7 +461,7 @@ class Day:
         except ApiError as error:
             if error.status != 404:
                 raise
-            self.ctx.kubectl.apply([self.deployment(group.name, group, replicas)])
+            self._create(self.deployment(group.name, group, replicas))
 
     def _switch(self, switch: Switch) -> None:
         path = f"/apis/karpenter.sh/v1/nodepools/{switch.pool}"
@@ -462,11 +478,27 @@ class Day:
             uids = frozenset(p.uid for p in pods)
             if len(pods) < batch.count or any(p.running is None for p in pods) or armed.get(batch.name) == uids:
                 continue
-            at = datetime.fromtimestamp(time.time() + self.demand.real_seconds(batch.duration_minutes), UTC)
+            at = time.time() + self.demand.real_seconds(batch.duration_minutes)
             for pod in pods:
-                patch = {"metadata": {"annotations": {COMPLETE_AT: at.isoformat()}}}
-                self.ctx.api.merge_patch(f"/api/v1/namespaces/{pod.team}/pods/{pod.name}", patch)
+                self._complete_at(pod, at)
             armed[batch.name] = uids
+
+    def _arm_each(self, batches: list[Batch], armed: dict[str, frozenset[str]]) -> None:
+        """Set each running pod of a batch that was running when the day began to complete its duration from now
+        (the first ones at the clock's start, for what was left of them; a replacement starts over)."""
+        for batch in batches:
+            with self.lock:
+                pods = [p for p in self.seen.pods.values() if p.app == batch.name and p.gone is None and p.running]
+            for pod in [p for p in pods if p.uid not in armed.get(batch.name, frozenset())]:
+                self._complete_at(pod, time.time() + self.demand.real_seconds(batch.duration_minutes))
+                armed[batch.name] = armed.get(batch.name, frozenset()) | {pod.uid}
+
+    def _complete_at(self, pod: PodRecord, epoch: float) -> None:
+        """Tell KWOK to complete the pod at `epoch` (e2e.cluster.kwok_stages COMPLETE_AT)."""
+        at = datetime.fromtimestamp(epoch, UTC).isoformat()
+        self.ctx.api.merge_patch(
+            f"/api/v1/namespaces/{pod.team}/pods/{pod.name}", {"metadata": {"annotations": {COMPLETE_AT: at}}}
+        )
 
     def _sample(self, now: float) -> None:
         running: dict[str, int] = {}
