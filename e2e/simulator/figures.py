@@ -81,6 +81,7 @@ def billed_claims(demand: Demand, seen: Observations) -> list[Billed]:
         if pod.running is not None and pod.node:
             pods_on.setdefault(pod.node, []).append(pod)
     horizon_epoch = seen.day_start + horizon * demand.seconds_per_hour / 60
+    jobs = {batch.group.name for batch in demand.batches}
     billed = []
     for claim in seen.claims.values():
         if not claim.instance_type:
@@ -93,7 +94,7 @@ def billed_claims(demand: Demand, seen: Observations) -> list[Billed]:
         )
         limit = horizon if serves_deployment or end <= horizon_epoch else math.inf
         raw = _clip(clock.minute(claim.created), clock.minute(end), limit)
-        corrected, launch_s, teardown_s = _corrected(claim, pods, end, seen, clock)
+        corrected, launch_s, teardown_s = _corrected(claim, pods, end, seen, clock, jobs)
         billed.append(Billed(claim, raw, _clip(*corrected, limit), launch_s, teardown_s))
     return billed
 
@@ -104,9 +105,16 @@ def _clip(start: float, end: float, limit: float) -> tuple[float, float]:
 
 
 def _corrected(
-    claim: ClaimRecord, pods: list[PodRecord], end: float, seen: Observations, clock: Clock
+    claim: ClaimRecord, pods: list[PodRecord], end: float, seen: Observations, clock: Clock, jobs: set[str]
 ) -> tuple[tuple[float, float], float, float]:
-    """The node's interval with its waits on controllers billed at full scale, and those waits (real s)."""
+    """The node's interval as the same day would run at full scale, and its waits on controllers (real s).
+
+    Every real second of waiting on controllers is a full-scale second here, where the rig's bill stretched it by
+    the compression: the node launches when the pods it was launched for were asked for plus Karpenter's real
+    reaction; each of its pods starts after its own real wait (plus BOOT_S when it waited for this node), and a
+    job's pod ends its own duration after that (a Deployment's pod leaves when the day removed it); the node goes
+    `consolidateAfter` (as designed) after its last pod, plus its real wait on Karpenter beyond the rig's scaled
+    `consolidateAfter`."""
     waited_after = seen.consolidate_after_s.get(claim.pool, 0.0)
     designed = seen.consolidate_after_minutes.get(claim.pool, 0.0)
     if not math.isfinite(designed):  # `Never`: a node goes only for other reasons, and those are not compressed
@@ -116,16 +124,27 @@ def _corrected(
         start = clock.minute(claim.created)
         stays = BOOT_S / 60 + teardown_s / 60 + (designed if claim.deleted else 0.0)
         return (start, min(start + stays, clock.minute(end))), 0.0, teardown_s
-    first_run = min(p.running for p in pods)  # type: ignore[type-var]
-    launched_for = [p.running for p in pods if p.created <= first_run]
-    ready = max(launched_for)  # type: ignore[type-var]
-    launch_s = max(0.0, ready - claim.created)  # type: ignore[operator]
-    start = clock.minute(ready) - (launch_s + BOOT_S) / 60  # type: ignore[arg-type]
+    first_run: float = min(p.running for p in pods if p.running is not None)
+    launched_for = [p for p in pods if p.created <= first_run]
+    asked = min(p.created for p in launched_for)
+    ready = max(p.running for p in launched_for if p.running is not None)
+    launch_s = max(0.0, ready - claim.created)
+    start = clock.minute(asked) + max(0.0, claim.created - asked) / 60
+    ends = []
+    for pod in pods:
+        assert pod.running is not None
+        gone = pod.gone or end
+        if pod.group in jobs:  # its duration runs from its start, which the full-scale day reaches sooner
+            booted = BOOT_S if pod.created <= first_run else 0.0
+            began = clock.minute(pod.created) + (pod.running - pod.created + booted) / 60
+            ends.append(began + clock.minute(gone) - clock.minute(pod.running))
+        else:
+            ends.append(clock.minute(gone))
     last_gone = max((p.gone or end) for p in pods)
     if claim.deleted is None or claim.deleted <= last_gone:  # still up at the end, or removed with pods on it
         return (start, clock.minute(end)), launch_s, 0.0
     teardown_s = max(0.0, claim.deleted - last_gone - waited_after)
-    return (start, clock.minute(last_gone) + designed + teardown_s / 60), launch_s, teardown_s
+    return (start, max(ends) + designed + teardown_s / 60), launch_s, teardown_s
 
 
 def run_document(
@@ -194,6 +213,19 @@ def run_document(
             "by_pool": by_pool,
         },
         "latency": _latency(billed),
+        "nodes": [
+            {
+                "nodeclaim": bill.claim.name,
+                "instance_type": bill.claim.instance_type,
+                "pool": bill.claim.pool,
+                "raw_minutes": [round(minute, 1) for minute in bill.raw],
+                "corrected_minutes": [round(minute, 1) for minute in bill.corrected],
+                "launch_wait_s": round(bill.launch_wait_s, 1),
+                "teardown_wait_s": round(bill.teardown_wait_s, 1),
+                "disruption": bill.claim.disruption,
+            }
+            for bill in sorted(billed, key=lambda bill: bill.raw)
+        ],
         "timeline": _timeline(demand, seen, pools, bounds, billed, groups, price),
         "waits": _waits(seen),
         "disruptions": _disruptions(demand, seen, groups),

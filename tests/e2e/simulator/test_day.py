@@ -211,16 +211,22 @@ def test_the_raw_bill_runs_from_creation_to_deletion_within_the_day():
     assert bills["d"].raw == (pytest.approx(60), pytest.approx(140))
 
 
-def test_the_corrected_bill_keeps_serving_time_and_bills_controller_waits_at_full_scale():
+def test_the_corrected_bill_retimes_each_node_as_the_day_would_run_at_full_scale():
     bills = _bills()
-    # Node b: launched at 00:30, its pod ran 6 real seconds later (18 simulated minutes in the raw bill).
+    # Node b: asked for by a chat pod at 00:27, launched a real second later; its pod ran 5 real seconds after that
+    # (15 simulated minutes in the raw bill). At full scale it launches at 00:27 plus that second.
     assert bills["b"].launch_wait_s == pytest.approx(5.0)
-    assert bills["b"].corrected == (pytest.approx(45 - (5 + BOOT_S) / 60), pytest.approx(120))
-    # Node a: its pod left at 01:00; it went 10 real seconds later, of which 3 were the rig's consolidateAfter.
+    assert bills["b"].corrected == (pytest.approx(27 + 1 / 60), pytest.approx(120))
+    # Node a: its pod left at 01:00; it went 10 real seconds later, of which 3 were the rig's consolidateAfter: it
+    # goes consolidateAfter as designed (10 minutes) plus the 7 real seconds Karpenter took beyond it.
     assert bills["a"].teardown_wait_s == pytest.approx(7.0)
     assert bills["a"].corrected == (0.0, pytest.approx(60 + 10 + 7 / 60))
     # Node c never held a pod: boot, its wait to go and consolidateAfter as designed.
     assert bills["c"].corrected == (pytest.approx(36), pytest.approx(36 + BOOT_S / 60 + 5 / 60 + 10))
+    # Node d: its job pod (asked 00:59) waited 7 real seconds and the boot, then ran its 64 simulated minutes; the
+    # node went 10 minutes and a third of a real second after it.
+    began = 59 + (7 / 3 + BOOT_S) / 60
+    assert bills["d"].corrected == (pytest.approx(59 + 1 / 180), pytest.approx(began + 64 + 10 + 1 / 180))
 
 
 def test_the_run_document_from_synthetic_records(dev):
