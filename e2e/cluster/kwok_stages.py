@@ -5,11 +5,12 @@ its own, and then plays only those (pkg/kwok/cmd/root.go: defaults per resource 
 the built-in behaviour and one addition: a Job's pod completes after the delay its annotations ask for, so a
 simulated batch pod runs its own duration from its own start (and a replacement pod starts over).
 
-- `COMPLETE_AFTER` holds a Go duration (`90s`, `1.5s`): the pod completes that long after KWOK last saw it change,
-  which is once it runs (KWOK re-arms a stage's delay on every update of the pod; the last one a running pod gets
-  is HAMi's allocation, its container's start).
-- `COMPLETE_AT` holds an RFC 3339 time: the pod completes then, however often it changes (a gang's pods, armed
-  by the simulator once all of them run). It wins over `COMPLETE_AFTER`.
+- `COMPLETE_AFTER` holds a Go duration (`90s`): the pod completes that long after KWOK last saw it change (KWOK
+  re-arms a stage's delay on every update of the pod, so this is not a start time). The simulator sets a year:
+  the pod waits for it.
+- `COMPLETE_AT` holds an RFC 3339 time: the pod completes then, however often it changes. The simulator sets it
+  from the moment the pod really started, seen on its watch (a gang's pods once the last of them started). It
+  wins over `COMPLETE_AFTER`.
 - Neither: the pod completes at once, KWOK's own behaviour (the scenarios' Jobs rely on it).
 """
 

@@ -31,7 +31,7 @@ from e2e.cluster.api import Api, ApiError
 from e2e.cluster.errors import RigError
 from e2e.cluster.kwok_stages import COMPLETE_AFTER, COMPLETE_AT
 from e2e.cluster.stack import Plan, for_rig
-from e2e.cluster.workloads import Context, condition, gpu_deployment
+from e2e.cluster.workloads import HAMI_BIND_PHASE, HAMI_NODE, Context, condition, gpu_deployment
 from e2e.simulator.budgets import Window, always_budgets, budget_windows, consolidate_after_minutes
 from e2e.simulator.trace import Batch, Demand, PodRequests
 from gpushare import names
@@ -43,7 +43,7 @@ START_TIMEOUT_S = 300.0  # the most the 00:00 state may take to run before the c
 TAIL_CAP_S = 240.0  # after the horizon, the most the rig waits for nodes without Deployment pods to go
 GROUP_LABEL = "simulate.gpushare.io/group"
 JOB_INDEX = "batch.kubernetes.io/job-completion-index"
-GANG_WAITS = "8760h"  # a gang's pod waits this long for the rig to arm it (a year: never, in a day)
+RIG_ARMS = "8760h"  # a job's pod waits this long for the rig to set its completion (a year: never, in a day)
 # The Job controller's retries of pods that an eviction replaced: an evicted pod starts over, it is not a failure.
 JOB_BACKOFF_LIMIT = 1000
 
@@ -156,6 +156,13 @@ class Observations:
     wall_seconds: float = 0.0  # the whole run, the rig's start-up included
 
 
+def _started(pod: dict[str, Any]) -> bool:
+    """A running pod's containers have started: KWOK reports a pod Running once bound, but a kubelet starts a HAMi
+    pod only after HAMi's device plugin allocated it (its bind phase `success`)."""
+    annotations = pod["metadata"].get("annotations", {})
+    return HAMI_NODE not in annotations or annotations.get(HAMI_BIND_PHASE) == "success"
+
+
 def _epoch(timestamp: str | None) -> float | None:
     if not timestamp:
         return None
@@ -205,6 +212,7 @@ class Day:
         self.lock = threading.Lock()
         self.seen = Observations(0.0)
         self.events: dict[str, dict[str, Any]] = {}  # event uid -> its last version
+        self.started: list[PodRecord] = []  # pods that began running, for the rig to arm their completion
 
     # --- the workloads ---------------------------------------------------------------------------------------
 
@@ -244,14 +252,11 @@ class Day:
         }
 
     def job(self, batch: Batch) -> dict[str, Any]:
-        """An Indexed Job of the batch's pods, each completing its duration after it runs (a gang's, and a batch
-        already running when the day begins, wait for the rig to arm them); an eviction's replacement is not a
-        failure (the pod failure policy ignores it)."""
+        """An Indexed Job of the batch's pods, each waiting for the rig to set when it completes (`_arm`); an
+        eviction's replacement is not a failure (the pod failure policy ignores it)."""
         template = self._template(batch.name, batch.group)
         template["spec"]["restartPolicy"] = "Never"
-        armed_by_rig = batch.gang or batch.running_at_start
-        run_for = GANG_WAITS if armed_by_rig else f"{self.demand.real_seconds(batch.duration_minutes):.3f}s"
-        template["metadata"]["annotations"] = {COMPLETE_AFTER: run_for}
+        template["metadata"]["annotations"] = {COMPLETE_AFTER: RIG_ARMS}
         return {
             "apiVersion": "batch/v1",
             "kind": "Job",
@@ -295,8 +300,10 @@ class Day:
                 record.completed = now
             if kind == "DELETED" or meta.get("deletionTimestamp") or phase in ("Succeeded", "Failed"):
                 record.gone = record.gone or now
-            elif phase == "Running":
-                record.running = record.running or now
+            elif phase == "Running" and _started(pod):
+                if record.running is None:
+                    record.running = now
+                    self.started.append(record)
                 record.node = spec.get("nodeName")
             else:
                 record.pending_message = condition(pod, "PodScheduled").get("message", "") or record.pending_message
@@ -424,8 +431,7 @@ class Day:
         actions.sort(key=lambda action: (action[0], action[1]))
         seen.day_start = time.time()
         horizon_s = demand.real_seconds(demand.horizon_minutes)
-        gangs = [batch for batch in demand.batches if batch.gang]
-        started = [batch for batch in demand.batches if batch.running_at_start and not batch.gang]
+        batches = {batch.name: batch for batch in demand.batches}
         armed: dict[str, frozenset[str]] = {}
         next_sample = seen.day_start
         while True:
@@ -433,8 +439,7 @@ class Day:
             elapsed = now - seen.day_start
             while actions and demand.real_seconds(actions[0][0]) <= elapsed:
                 actions.pop(0)[2]()
-            self._arm(gangs, armed, elapsed)
-            self._arm_each(started, armed)
+            self._arm(batches, armed)
             if now >= next_sample:
                 self._sample(now)
                 next_sample += POLL_S
@@ -467,31 +472,32 @@ class Day:
         path = f"/apis/karpenter.sh/v1/nodepools/{switch.pool}"
         self.ctx.api.merge_patch(path, {"spec": {"disruption": {"budgets": switch.budgets}}})
 
-    def _arm(self, gangs: list[Batch], armed: dict[str, frozenset[str]], elapsed: float) -> None:
-        """Once every pod of a gang runs, set them all to complete its duration from now; a replaced pod re-arms
-        the whole gang (it starts over)."""
-        for batch in gangs:
-            if self.demand.real_seconds(batch.minute) > elapsed:
+    def _arm(self, batches: dict[str, Batch], armed: dict[str, frozenset[str]]) -> None:
+        """Set each job pod that began running to complete its duration from its start (a batch running when the
+        day began: from the clock's start, for what was left of it); a gang's pods all once the last of them runs,
+        from then. A replacement starts over, and re-arms its whole gang."""
+        with self.lock:
+            began, self.started[:] = list(self.started), []
+        for pod in began:
+            batch = batches.get(pod.app)
+            if batch is None or pod.running is None:
+                continue  # a Deployment's pod
+            if not batch.gang:
+                self._complete_at(
+                    pod, max(pod.running, self.seen.day_start) + self.demand.real_seconds(batch.duration_minutes)
+                )
                 continue
             with self.lock:
-                pods = [p for p in self.seen.pods.values() if p.app == batch.name and p.gone is None]
-            uids = frozenset(p.uid for p in pods)
-            if len(pods) < batch.count or any(p.running is None for p in pods) or armed.get(batch.name) == uids:
+                gang = [p for p in self.seen.pods.values() if p.app == batch.name and p.gone is None]
+            uids = frozenset(p.uid for p in gang)
+            if len(gang) < batch.count or any(p.running is None for p in gang) or armed.get(batch.name) == uids:
                 continue
-            at = time.time() + self.demand.real_seconds(batch.duration_minutes)
-            for pod in pods:
-                self._complete_at(pod, at)
+            at = max(max(p.running for p in gang if p.running), self.seen.day_start) + self.demand.real_seconds(
+                batch.duration_minutes
+            )
+            for member in gang:
+                self._complete_at(member, at)
             armed[batch.name] = uids
-
-    def _arm_each(self, batches: list[Batch], armed: dict[str, frozenset[str]]) -> None:
-        """Set each running pod of a batch that was running when the day began to complete its duration from now
-        (the first ones at the clock's start, for what was left of them; a replacement starts over)."""
-        for batch in batches:
-            with self.lock:
-                pods = [p for p in self.seen.pods.values() if p.app == batch.name and p.gone is None and p.running]
-            for pod in [p for p in pods if p.uid not in armed.get(batch.name, frozenset())]:
-                self._complete_at(pod, time.time() + self.demand.real_seconds(batch.duration_minutes))
-                armed[batch.name] = armed.get(batch.name, frozenset()) | {pod.uid}
 
     def _complete_at(self, pod: PodRecord, epoch: float) -> None:
         """Tell KWOK to complete the pod at `epoch` (e2e.cluster.kwok_stages COMPLETE_AT)."""

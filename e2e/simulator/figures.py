@@ -228,6 +228,7 @@ def run_document(
         ],
         "timeline": _timeline(demand, seen, pools, bounds, billed, groups, price),
         "waits": _waits(seen),
+        "job_runs": _job_runs(demand, seen),
         "disruptions": _disruptions(demand, seen, groups),
         "nodeclaims": _nodeclaims(seen),
         "pods": _pods(demand, seen, bounds),
@@ -302,6 +303,21 @@ def _timeline(
             }
         )
     return entries
+
+
+def _job_runs(demand: Demand, seen: Observations) -> dict[str, Any]:
+    """How long the job pods that completed ran against what their batch asked (real seconds): the rig's check
+    that each pod ran its own duration from its own start (a gang's pods from when the last of them started)."""
+    asked = {batch.name: demand.real_seconds(batch.duration_minutes) for batch in demand.batches}
+    gangs = {batch.name for batch in demand.batches if batch.gang}
+    late = [
+        pod.completed - pod.running - asked[pod.app]
+        for pod in seen.pods.values()
+        if pod.app in asked and pod.app not in gangs and pod.completed is not None and pod.running is not None
+    ]
+    if not late:
+        return {"pods": 0, "median_late_s": None, "max_late_s": None}
+    return {"pods": len(late), "median_late_s": round(percentile(late, 0.5), 2), "max_late_s": round(max(late), 2)}
 
 
 def _wait_figures(pods: list[tuple[PodRecord, float, float]]) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from e2e.cluster.kwok_stages import COMPLETE_AFTER
 from e2e.cluster.stack import Plan, load_plan
 from e2e.simulator.budgets import Window
 from e2e.simulator.day import (
-    GANG_WAITS,
+    RIG_ARMS,
     ClaimRecord,
     Day,
     Observations,
@@ -109,7 +109,8 @@ def test_a_batch_is_an_indexed_job_whose_pods_each_run_their_own_duration(dev):
     job = _day(plan, demand).job(demand.batches[0])
     spec = job["spec"]
     assert (spec["completions"], spec["parallelism"], spec["completionMode"]) == (3, 3, "Indexed")
-    assert spec["template"]["metadata"]["annotations"] == {COMPLETE_AFTER: "30.000s"}  # 90 min at 20 s per hour
+    # Each pod waits for the rig to set its completion when it starts (e2e.simulator.day Day._arm).
+    assert spec["template"]["metadata"]["annotations"] == {COMPLETE_AFTER: RIG_ARMS}
     assert spec["template"]["spec"]["restartPolicy"] == "Never"
     # An evicted pod is replaced, not counted as a failure.
     assert spec["podFailurePolicy"]["rules"] == [
@@ -117,13 +118,6 @@ def test_a_batch_is_an_indexed_job_whose_pods_each_run_their_own_duration(dev):
     ]
     limits = spec["template"]["spec"]["containers"][0]["resources"]["limits"]
     assert limits[names.GPU_MEMORY] == "8192"
-
-
-def test_a_gangs_pods_wait_to_be_armed_together(dev):
-    plan, _ = dev
-    demand = _demand(jobs=[{**EMBED, "gang": True, "arrivals": [{"at": "01:00", "count": 2, "durationMinutes": 90}]}])
-    job = _day(plan, demand).job(demand.batches[0])
-    assert job["spec"]["template"]["metadata"]["annotations"] == {COMPLETE_AFTER: GANG_WAITS}
 
 
 def test_a_time_sliced_group_asks_replicas_and_an_exclusive_one_whole_gpus(dev):
