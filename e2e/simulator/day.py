@@ -128,6 +128,7 @@ class ClaimRecord:
     deleted: float | None = None
     disruption: str = ""
     node: str = ""
+    consolidatable: float | None = None  # since when Karpenter has last held it consolidatable
 
 
 @dataclass
@@ -321,6 +322,10 @@ class Day:
             record.node = claim.get("status", {}).get("nodeName") or record.node
             if condition(claim, "Initialized").get("status") == "True" and record.initialized is None:
                 record.initialized = now
+            if condition(claim, "Consolidatable").get("status") == "True":
+                record.consolidatable = record.consolidatable or now
+            elif record.deleted is None:
+                record.consolidatable = None
             reason = condition(claim, "DisruptionReason")
             if reason.get("status") == "True":
                 record.disruption = reason.get("reason", "")

@@ -141,7 +141,15 @@ def _corrected(
         else:
             ends.append(clock.minute(gone))
     last_gone = max((p.gone or end) for p in pods)
-    if claim.deleted is None or claim.deleted <= last_gone:  # still up at the end, or removed with pods on it
+    if claim.deleted is not None and claim.deleted <= last_gone and claim.consolidatable is not None:
+        # Removed with pods on it (underused): its consolidateAfter ran from the pod change that left it so.
+        teardown_s = max(0.0, claim.deleted - claim.consolidatable)
+        return (
+            (start, clock.minute(claim.consolidatable - waited_after) + designed + teardown_s / 60),
+            launch_s,
+            teardown_s,
+        )
+    if claim.deleted is None or claim.deleted <= last_gone:  # still up at the end, or removed for another reason
         return (start, clock.minute(end)), launch_s, 0.0
     teardown_s = max(0.0, claim.deleted - last_gone - waited_after)
     return (start, max(ends) + designed + teardown_s / 60), launch_s, teardown_s

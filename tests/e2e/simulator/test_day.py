@@ -223,6 +223,23 @@ def test_the_corrected_bill_retimes_each_node_as_the_day_would_run_at_full_scale
     assert bills["d"].corrected == (pytest.approx(59 + 1 / 180), pytest.approx(began + 64 + 10 + 1 / 180))
 
 
+def test_an_underused_node_goes_consolidate_after_its_last_change_plus_karpenters_real_wait():
+    """Node e held two chat pods; one left at 01:00, Karpenter held it consolidatable from 3 real seconds later (the
+    rig's consolidateAfter) and removed it 20 real seconds after that, the other pod still on it."""
+    seen = _seen()
+    seen.claims = {
+        "e": ClaimRecord("e", "g4dn.xlarge", "g4dn-shared", _at(0), _at(1), _at(60) + 23, "Underutilized", "node-e")
+    }
+    seen.claims["e"].consolidatable = _at(60) + 3
+    seen.pods = {
+        "5": _pod("5", "chat", _at(-1), _at(2), "node-e", gone=_at(60)),
+        "6": _pod("6", "chat", _at(-1), _at(2), "node-e", gone=_at(60) + 24),
+    }
+    [bill] = billed_claims(_synthetic_demand(), seen)
+    assert bill.teardown_wait_s == pytest.approx(20)
+    assert bill.corrected[1] == pytest.approx(60 + 10 + 20 / 60)
+
+
 def test_the_run_document_from_synthetic_records(dev):
     _, pools = dev
     demand = _synthetic_demand()
