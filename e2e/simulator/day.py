@@ -41,6 +41,10 @@ POLL_S = 2.0  # how often the timeline (the plot) is sampled; the figures use th
 TICK_S = 0.2  # the longest the rig sleeps between checks (a gang armed, the tail done)
 START_TIMEOUT_S = 300.0  # the most the 00:00 state may take to run before the clock starts anyway
 TAIL_CAP_S = 240.0  # after the horizon, the most the rig waits for nodes without Deployment pods to go
+# After the horizon, the least the rig watches on: long enough for Karpenter to act on a node the day's last
+# changes left underused (its 10 s poll and 15 s validation, the scaled consolidateAfter, the eviction), so the
+# corrected bill can end such a node when the full-scale day would have.
+TAIL_SETTLE_S = 45.0
 GROUP_LABEL = "simulate.gpushare.io/group"
 JOB_INDEX = "batch.kubernetes.io/job-completion-index"
 RIG_ARMS = "8760h"  # a job's pod waits this long for the rig to set its completion (a year: never, in a day)
@@ -448,7 +452,8 @@ class Day:
             if now >= next_sample:
                 self._sample(now)
                 next_sample += POLL_S
-            if elapsed >= horizon_s and (self._tail_done() or elapsed >= horizon_s + TAIL_CAP_S):
+            settled = elapsed >= horizon_s + TAIL_SETTLE_S and self._tail_done()
+            if elapsed >= horizon_s and (settled or elapsed >= horizon_s + TAIL_CAP_S):
                 break
             due = [seen.day_start + demand.real_seconds(actions[0][0])] if actions else []
             time.sleep(max(0.0, min([now + TICK_S, next_sample, *due]) - time.time()))
