@@ -161,11 +161,19 @@ class Observations:
     wall_seconds: float = 0.0  # the whole run, the rig's start-up included
 
 
+def _asks_hami(pod: dict[str, Any]) -> bool:
+    return any(
+        resource in container.get("resources", {}).get("limits", {})
+        for container in pod["spec"]["containers"]
+        for resource in (names.GPU_MEMORY, names.GPU_CORES)
+    )
+
+
 def _started(pod: dict[str, Any]) -> bool:
-    """A running pod's containers have started: KWOK reports a pod Running once bound, but a kubelet starts a HAMi
-    pod only after HAMi's device plugin allocated it (its bind phase `success`)."""
-    annotations = pod["metadata"].get("annotations", {})
-    return HAMI_NODE not in annotations or annotations.get(HAMI_BIND_PHASE) == "success"
+    """A running pod's containers have started: KWOK reports a pod Running once bound, but a kubelet starts a pod
+    asking HAMi's resources only after HAMi's device plugin allocated it (its bind phase `success`), which it
+    refuses for a pod HAMi's scheduler did not place."""
+    return not _asks_hami(pod) or pod["metadata"].get("annotations", {}).get(HAMI_BIND_PHASE) == "success"
 
 
 def _epoch(timestamp: str | None) -> float | None:
@@ -310,6 +318,9 @@ class Day:
                     record.running = now
                     self.started.append(record)
                 record.node = spec.get("nodeName")
+            elif phase == "Running":
+                placed = "placed by HAMi's scheduler" if HAMI_NODE in meta.get("annotations", {}) else "bypassing HAMi"
+                record.pending_message = f"bound ({placed}) but never allocated by HAMi's device plugin"
             else:
                 record.pending_message = condition(pod, "PodScheduled").get("message", "") or record.pending_message
 
