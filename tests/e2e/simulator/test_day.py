@@ -13,6 +13,7 @@ import pytest
 from e2e.cluster.hami_chart import HamiRelease
 from e2e.cluster.kwok_stages import COMPLETE_AFTER
 from e2e.cluster.stack import Plan, load_plan
+from e2e.cluster.workloads import HAMI_BIND_PHASE, HAMI_NODE
 from e2e.simulator.budgets import Window
 from e2e.simulator.day import (
     RIG_ARMS,
@@ -21,6 +22,7 @@ from e2e.simulator.day import (
     Observations,
     PodRecord,
     Sample,
+    _started,
     compress_pool,
 )
 from e2e.simulator.figures import BOOT_S, billed_claims, percentile, run_document
@@ -303,3 +305,20 @@ def test_records_are_not_changed_by_measuring(dev):
     demand = _synthetic_demand()
     run_document(demand, seen, pools, day_bounds(demand, pools), {})
     assert seen == before
+
+
+def _running_pod(limits: dict[str, str], annotations: dict[str, str]) -> dict[str, Any]:
+    return {
+        "metadata": {"annotations": annotations},
+        "spec": {"containers": [{"resources": {"limits": limits}}]},
+        "status": {"phase": "Running"},
+    }
+
+
+def test_a_hami_pod_runs_only_once_hamis_device_plugin_allocated_it():
+    """KWOK reports a bound pod Running at once; a kubelet starts a pod asking HAMi's resources after Allocate."""
+    hami = {names.GPU: "1", names.GPU_MEMORY: "4096", names.GPU_CORES: "25"}
+    assert not _started(_running_pod(hami, {}))  # bypassed HAMi (its webhook fails open): never allocated
+    assert not _started(_running_pod(hami, {HAMI_NODE: "n", HAMI_BIND_PHASE: "allocating"}))
+    assert _started(_running_pod(hami, {HAMI_NODE: "n", HAMI_BIND_PHASE: "success"}))
+    assert _started(_running_pod({names.GPU_SHARED: "1"}, {}))  # the NVIDIA plugin's pods: no HAMi allocation
