@@ -34,8 +34,8 @@ golden: $(VENV)/.installed ## rewrite tests/golden/<stack>/{manifests,helm}/ fro
 docs: $(VENV)/.installed ## rewrite the generated README tables (config schema, catalog, policies)
 	$(PY) -m tools.docs
 
-bench: $(VENV)/.installed ## print how long rendering, planning and checking take
-	$(PY) -m tools.bench
+bench: $(VENV)/.installed ## print how long rendering, planning and checking take, and the rig's wall time per simulated hour against pods (DAYS=50,150,250 runs such days first)
+	$(PY) -m tools.bench $(if $(DAYS),--days $(DAYS))
 
 rules-test: $(VENV)/.installed ## promtool check/test the GPU alerts, parse every dashboard query (needs Go)
 	$(PY) -m tools.rules_test
@@ -43,9 +43,9 @@ rules-test: $(VENV)/.installed ## promtool check/test the GPU alerts, parse ever
 e2e: $(VENV)/.installed ## offline cluster: real kube-apiserver, Karpenter and KWOK run the stack (needs Go)
 	$(PY) -m e2e
 
-simulate: $(VENV)/.installed ## a workload mix, or a day's trace per stack variant (RUNS=n each), through the offline cluster
-	@test -n "$(WORKLOAD)" || { echo "usage: make simulate WORKLOAD=examples/workloads/inference-day.yaml [RUNS=3]" >&2; exit 2; }
-	$(PY) -m e2e --simulate $(WORKLOAD) $(if $(RUNS),--runs $(RUNS))
+simulate: $(VENV)/.installed ## a workload mix, or a day (a trace, or a pod list with MAPPING) per stack variant (RUNS=n each, SPEEDS=s,s), through the offline cluster
+	@test -n "$(WORKLOAD)" || { echo "usage: make simulate WORKLOAD=examples/workloads/inference-day.yaml [RUNS=3] [SPEEDS=20,60] | WORKLOAD=pods.csv MAPPING=mapping.yaml" >&2; exit 2; }
+	$(PY) -m e2e --simulate $(WORKLOAD) $(if $(MAPPING),--mapping $(MAPPING)) $(if $(RUNS),--runs $(RUNS)) $(if $(SPEEDS),--speeds $(SPEEDS))
 
 admission-test: $(VENV)/.installed ## run the team admission policies on sample pods with kube-apiserver's CEL code (needs Go)
 	$(PY) -m tools.admission_test

@@ -1,11 +1,13 @@
 """`make e2e` and `make simulate`: build the rig's binaries (network: the Go module proxy), then run offline.
 
     python -m e2e [--scenario NAME ...]
-    python -m e2e --simulate FILE [--runs N]
+    python -m e2e --simulate FILE [--runs N] [--speeds S,S]
+    python -m e2e --simulate PODS --mapping FILE [--runs N] [--speeds S,S]
 
 The build runs here; the cluster runs in `e2e.run` inside a private network namespace (`unshare --net`), so
-nothing the rig starts is reachable from outside this machine's loopback. A trace runs once per stack variant
-and run, each on a fresh rig, and the runs are gathered into build/e2e/simulate.json and simulate.md.
+nothing the rig starts is reachable from outside this machine's loopback. A day (a trace, or a replayed pod list)
+runs once per speed, stack variant and run, each on a fresh rig, and the runs are gathered into
+build/e2e/simulate.json and simulate.md.
 Exit 0: every scenario passed (or the simulation ran); 1: a scenario failed; 2: bad input, or the rig could
 not be built or started.
 """
@@ -25,18 +27,18 @@ from e2e.cluster.errors import RigError
 from e2e.run import REPORT_DIR, RUNS_DIR, parse_args
 from e2e.simulator import report as day_report
 from e2e.simulator.mix import Workload, load_simulation
-from e2e.simulator.trace import BASELINE, Trace, trace_variant_plan
+from e2e.simulator.trace import BASELINE, Demand, trace_variant_plan
 from gpushare.errors import UserError
 
 
-def _checked(path: Path) -> tuple[Workload | Trace | None, list[str]]:
+def _checked(path: Path, mapping: Path | None = None) -> tuple[Workload | Demand | None, list[str]]:
     """The simulation file and every problem of it, including each variant's stack config as the program checks
     it; no simulation when it cannot be read."""
     try:
-        simulation = load_simulation(path)
+        simulation = load_simulation(path, mapping)
     except UserError as error:
         return None, str(error).splitlines()
-    if not isinstance(simulation, Trace):
+    if not isinstance(simulation, Demand):
         return simulation, []
     problems = []
     with tempfile.TemporaryDirectory(prefix="gpushare-variants-") as work:
@@ -45,15 +47,15 @@ def _checked(path: Path) -> tuple[Workload | Trace | None, list[str]]:
                 trace_variant_plan(simulation.stack, variant, Path(work))
             except RigError as error:
                 lines = str(error).split(": ", 1)[-1].splitlines()
-                problems += [f"{path}: variants[{index}] ({variant.name}): {line}" for line in lines]
+                problems += [f"{mapping or path}: variants[{index}] ({variant.name}): {line}" for line in lines]
     return simulation, problems
 
 
-def _gather(path: Path, trace: Trace) -> None:
+def _gather(path: Path, day: Demand) -> None:
     runs = [json.loads(p.read_text()) for p in sorted(RUNS_DIR.glob("*.json"))]
-    order = [BASELINE, *(v.name for v in trace.variants)]
-    runs.sort(key=lambda run: (order.index(run["variant"]), run["run"]))
-    document = {"kind": "trace", "trace": str(path), "stack": trace.stack, "runs": runs}
+    order = [BASELINE, *(v.name for v in day.variants)]
+    runs.sort(key=lambda run: (order.index(run["variant"]), run["seconds_per_hour"], run["run"]))
+    document = {"kind": "trace", "trace": str(path), "stack": day.stack, "runs": runs}
     document["summary"] = day_report.summary(runs)
     (REPORT_DIR / "simulate.json").write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
     (REPORT_DIR / "simulate.md").write_text(day_report.markdown(document))
@@ -62,16 +64,16 @@ def _gather(path: Path, trace: Trace) -> None:
 
 def main(argv: list[str]) -> int:
     args = parse_args(argv)  # reject bad arguments (and a bad simulation file) before a long build
-    trace = None
+    day = None
     if args.simulate is not None:
-        simulation, problems = _checked(args.simulate)
+        simulation, problems = _checked(args.simulate, args.mapping)
         for line in problems:
             print(f"e2e: {line}", file=sys.stderr)
         if problems:
             return 2
-        trace = simulation if isinstance(simulation, Trace) else None
-        if trace is None and args.runs != 1:
-            print("e2e: --runs repeats a trace; a fixed mix runs once", file=sys.stderr)
+        day = simulation if isinstance(simulation, Demand) else None
+        if day is None and (args.runs != 1 or args.speeds):
+            print("e2e: --runs and --speeds repeat a day; a fixed mix runs once", file=sys.stderr)
             return 2
     if shutil.which("unshare") is None:
         print("e2e: needs unshare (util-linux) to run the rig in its own network namespace", file=sys.stderr)
@@ -86,18 +88,21 @@ def main(argv: list[str]) -> int:
     if os.geteuid() != 0:
         namespace.append("--map-root-user")
     command = [*namespace, sys.executable, "-m", "e2e.run", "--bin-dir", str(bin_dir)]
-    if trace is None:
+    if day is None:
         os.execvp(command[0], [*command, *argv])
     shutil.rmtree(RUNS_DIR, ignore_errors=True)
     for old in REPORT_DIR.glob("simulate-*.png"):
         old.unlink()
-    for variant in [BASELINE, *(v.name for v in trace.variants)]:
-        for run in range(1, args.runs + 1):
-            child = [*command, "--simulate", str(args.simulate), "--variant", variant, "--run", str(run)]
-            code = subprocess.run(child, check=False).returncode
-            if code != 0:
-                return code
-    _gather(args.simulate, trace)
+    replayed = ["--mapping", str(args.mapping)] if args.mapping else []
+    for speed in args.speeds or [day.seconds_per_hour]:
+        for variant in [BASELINE, *(v.name for v in day.variants)]:
+            for run in range(1, args.runs + 1):
+                child = [*command, "--simulate", str(args.simulate), *replayed, "--variant", variant]
+                child += ["--run", str(run), "--speed", str(speed)]
+                code = subprocess.run(child, check=False).returncode
+                if code != 0:
+                    return code
+    _gather(args.simulate, day)
     return 0
 
 

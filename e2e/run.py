@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from types import FrameType
 
@@ -22,11 +23,12 @@ from e2e.cluster.stack import ROOT, plan_of, stack_file
 from e2e.cluster.start import Cluster, say
 from e2e.cluster.tenants import with_tenants
 from e2e.simulator.day import Day
-from e2e.simulator.figures import Pools, oracle_per_step, run_document
+from e2e.simulator.figures import run_document
 from e2e.simulator.mix import Workload, load_simulation, simulate
 from e2e.simulator.mix import table as simulation_table
-from e2e.simulator.report import plot
-from e2e.simulator.trace import BASELINE, Trace, trace_variant_plan
+from e2e.simulator.oracle import Pools, day_bounds
+from e2e.simulator.report import plot, run_stem
+from e2e.simulator.trace import BASELINE, Demand, trace_variant_plan
 from e2e.suites import report
 from e2e.suites.base import Result
 from e2e.suites.runner import (
@@ -53,24 +55,59 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--simulate", type=Path, metavar="WORKLOAD", help="run a workload mix or a trace instead (make simulate)"
     )
-    parser.add_argument("--runs", type=int, default=1, help="with a trace: runs per stack variant (default 1)")
+    parser.add_argument(
+        "--mapping", type=Path, metavar="FILE", help="with --simulate PODS: replay a pod list mapped by FILE"
+    )
+    parser.add_argument("--runs", type=int, default=1, help="with a day: runs per stack variant (default 1)")
+    parser.add_argument(
+        "--speeds",
+        type=_speeds,
+        metavar="S,S",
+        help="with a day: run it at each of these secondsPerHour (the speed check), instead of the file's own",
+    )
     parser.add_argument("--variant", default=BASELINE, help=argparse.SUPPRESS)
     parser.add_argument("--run", type=int, default=1, help=argparse.SUPPRESS)
+    parser.add_argument("--speed", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--bin-dir", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.simulate is not None and args.scenario:
         parser.error("--simulate runs a workload, not scenarios: drop --scenario")
     if args.runs < 1:
         parser.error(f"--runs {args.runs}: run at least once")
+    if args.mapping is not None and args.simulate is None:
+        parser.error("--mapping goes with --simulate PODS (the pod list it maps)")
     return args
+
+
+def _speeds(text: str) -> list[int]:
+    """`20,60`: each at least 5 and at most 3600 real seconds per simulated hour, no repeats."""
+    try:
+        speeds = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: write whole seconds per simulated hour, e.g. 20,60") from None
+    if any(not 5 <= speed <= 3600 for speed in speeds) or len(set(speeds)) != len(speeds):
+        raise argparse.ArgumentTypeError(f"{text!r}: each from 5 to 3600, each once")
+    return speeds
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
+def _commit() -> str:
+    """The clone's commit, `-dirty` when it has changes: the conditions a measurement was made under."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=ROOT, capture_output=True, text=True).stdout
+    except OSError:
+        return "unknown"
+    return head.stdout.strip() + ("-dirty" if dirty.strip() else "") if head.returncode == 0 else "unknown"
+
+
 def run(args: argparse.Namespace) -> int:
-    workload = load_simulation(args.simulate) if args.simulate else None
+    workload = load_simulation(args.simulate, args.mapping) if args.simulate else None
+    if isinstance(workload, Demand) and args.speed is not None:
+        workload = replace(workload, seconds_per_hour=args.speed)
     running_stack = workload.stack if workload else RUNNING_STACK
     selected = [] if workload else (args.scenario or list(SCENARIOS))
     simulation: dict | None = None
@@ -79,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     plans = {stack: plan_of(stack, stack_file(stack), work) for stack in ("dev", "prod")}
     tenants = ()
-    if isinstance(workload, Trace) and args.variant != BASELINE:
+    if isinstance(workload, Demand) and args.variant != BASELINE:
         [variant] = [v for v in workload.variants if v.name == args.variant]
         plans[running_stack] = trace_variant_plan(running_stack, variant, work)
     if workload is None:
@@ -105,11 +142,18 @@ def run(args: argparse.Namespace) -> int:
                     f"a {workload.hours} h day of {args.simulate} on {running_stack} ({args.variant}, run "
                     f"{args.run}), {workload.seconds_per_hour} s per simulated hour"
                 )
+                pools = Pools(plans[running_stack], ctx.catalog, ctx.hami)
+                bounds = day_bounds(workload, pools)
                 seen = Day(ctx, workload, plans[running_stack]).run()
                 seen.wall_seconds = time.monotonic() - started  # the rig's start-up included: what a user waits
-                pools = Pools(plans[running_stack], ctx.catalog, ctx.hami)
-                identity = {"trace": str(args.simulate), "variant": args.variant, "run": args.run}
-                simulation = run_document(workload, seen, pools, oracle_per_step(workload, pools), identity)
+                identity = {
+                    "trace": str(args.simulate),
+                    "mapping": str(args.mapping) if args.mapping else None,
+                    "variant": args.variant,
+                    "run": args.run,
+                    "conditions": {"commit": _commit(), "seconds_per_hour": workload.seconds_per_hour},
+                }
+                simulation = run_document(workload, seen, pools, bounds, identity)
             after = [n for n in selected if not SCENARIOS[n].before_stack]
             results += run_scenarios(ctx, after, longest_first(REPORT_DIR / "report.json"))
     except KeyboardInterrupt:
@@ -124,9 +168,9 @@ def run(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         cluster.stop(REPORT_DIR / "logs")
     elapsed = time.monotonic() - started
-    if simulation is not None and isinstance(workload, Trace):
+    if simulation is not None and isinstance(workload, Demand):
         RUNS_DIR.mkdir(parents=True, exist_ok=True)
-        stem = f"simulate-{args.variant}-run{args.run}"
+        stem = run_stem(simulation)
         (RUNS_DIR / f"{stem}.json").write_text(json.dumps(simulation, indent=2, sort_keys=True) + "\n")
         plot(simulation, REPORT_DIR / f"{stem}.png")
         return 0

@@ -1,10 +1,22 @@
-"""`make bench`: how long validation, rendering, the offline plan and the policy pack take, how the pack's time grows
-with the stack, and how long the last `make e2e` took and where (printed, never asserted)."""
+"""`make bench`: how long validation, rendering, the offline plan and the policy pack take, how the pack's time
+grows with the stack, how long the last `make e2e` took and where, and how the offline cluster's wall time per
+simulated hour grows with the pods of a day (printed, never asserted).
+
+    python -m tools.bench [--days 50,150,250]
+
+Without `--days` the simulated days are the runs `make simulate` recorded in build/e2e/simulate-runs/; with it,
+production-shaped days of that many pods (tools.production_day, its busiest two hours) run through the rig first.
+"""
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
+import shutil
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -25,6 +37,7 @@ from policies.gpushare_policies.stack import (
 )
 from tools.offline import run_program
 from tools.plan import read_stack_file
+from tools.production_day import pod_list
 
 ROOT = Path(__file__).resolve().parent.parent
 T = TypeVar("T")
@@ -126,7 +139,62 @@ def offline_cluster(report: Path) -> None:
         print(f"  {scenario['name']:<28} {scenario.get('seconds', 0):6.0f} s  waited: {waited or '-'}")
 
 
-def main() -> None:
+RUNS = ROOT / "build" / "e2e" / "simulate-runs"
+# A bench day: the production day's two busiest hours, at the default speed.
+BENCH_MAPPING = """\
+stack: prod
+start: "2026-11-18T12:00:00Z"
+hours: 2
+rules:
+  - {namespace: inference, pod: "chat-*", team: inference, pool: g6-shared}
+  - {namespace: inference, team: inference, pool: g5-shared}
+  - {namespace: ml-research, team: ml-research, pool: g5-shared}
+  - {namespace: analytics, team: analytics, pool: g6-shared}
+"""
+
+
+def run_days(sizes: list[int]) -> None:
+    """Production-shaped days of `sizes` pods through the rig (`python -m e2e`), each recorded in RUNS."""
+    kept = []
+    with tempfile.TemporaryDirectory(prefix="gpushare-bench-") as work:
+        mapping = Path(work) / "mapping.yaml"
+        mapping.write_text(BENCH_MAPPING)
+        for size in sizes:
+            pods = Path(work) / f"bench-{size}.csv"
+            pods.write_text(pod_list(size))
+            command = [sys.executable, "-m", "e2e", "--simulate", str(pods), "--mapping", str(mapping)]
+            if subprocess.run(command, cwd=ROOT, check=False).returncode != 0:
+                print(f"the rig could not play the day of {size} pods; see build/e2e/logs", file=sys.stderr)
+                return
+            kept += [json.loads(path.read_text()) for path in sorted(RUNS.glob("*.json"))]
+    shutil.rmtree(RUNS, ignore_errors=True)  # each rig run replaced the directory: keep every size's
+    RUNS.mkdir(parents=True)
+    for index, run in enumerate(kept):
+        (RUNS / f"bench-{index}.json").write_text(json.dumps(run))
+
+
+def simulated_days() -> None:
+    """Wall time per simulated hour against the pods each recorded day asked for."""
+    runs = [json.loads(path.read_text()) for path in sorted(RUNS.glob("*.json"))] if RUNS.is_dir() else []
+    if not runs:
+        print("simulated days: none recorded yet (make simulate WORKLOAD=..., or python -m tools.bench --days N,N)")
+        return
+    runs.sort(key=lambda run: run["pods"]["total"]["asked"])
+    for run in runs:
+        pods = run["pods"]["total"]["asked"]
+        shape = f"{Path(run['trace']).name} {run['variant']} at {run['seconds_per_hour']} s/h"
+        print(
+            f"simulate {shape:<48} {pods:5d} pods {run['hours']:3d} h {run['wall_seconds']:8.0f} s "
+            f"{run['wall_seconds_per_simulated_hour']:6.1f} s per simulated hour"
+        )
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="python -m tools.bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--days", help="run production-shaped days of these pod counts through the rig first")
+    args = parser.parse_args(argv)
+    if args.days:
+        run_days([int(size) for size in args.days.split(",")])
     raw = read_stack_file(ROOT / "Pulumi.prod.yaml")
     config = load_stack_config(raw, today=TODAY)
     timed("validate prod config", 200, lambda: load_stack_config(raw, today=TODAY))
@@ -135,7 +203,8 @@ def main() -> None:
     timed("evaluate the policy pack on the prod plan", 20, lambda: evaluate(from_plan(monitor.recorded, TODAY)))
     growth(run_program(read_stack_file(ROOT / "Pulumi.dev.yaml"), "dev", TODAY).recorded)
     offline_cluster(E2E_REPORT)
+    simulated_days()
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

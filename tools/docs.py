@@ -15,10 +15,11 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import annotated_types
-from pydantic import BaseModel
+from pydantic import AwareDatetime, BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
+from e2e.simulator.replay import Mapping, PodLine
 from e2e.simulator.trace import Trace
 from gpushare import images, versions
 from gpushare.catalog import load_catalog
@@ -70,7 +71,7 @@ def type_name(annotation: Any) -> str:
         return f"list of {type_name(get_args(annotation)[0])}"
     if origin is dict:
         return "map"
-    names = {str: "string", int: "int", float: "number", bool: "bool"}
+    names = {str: "string", int: "int", float: "number", bool: "bool", AwareDatetime: "RFC 3339 time"}
     return names.get(annotation, getattr(annotation, "__name__", str(annotation)))
 
 
@@ -150,13 +151,23 @@ def config_table() -> str:
     return "\n".join(lines)
 
 
-def trace_table() -> str:
-    """Every key of a `make simulate` trace file (e2e.simulator.trace), from its schema."""
+def model_table(model: type[BaseModel], prefix: str = "") -> str:
+    """Every key of a model's schema (nested models flattened), as the README's key tables show them."""
     lines = ["| key | type | default | allowed | meaning |", "|---|---|---|---|---|"]
-    for name, field in Trace.model_fields.items():
-        for key, kind, default, allowed, meaning in field_rows(field.alias or name, field):
+    for name, field in model.model_fields.items():
+        for key, kind, default, allowed, meaning in field_rows(prefix + (field.alias or name), field):
             lines.append(f"| {_code(key)} | {_text(kind)} | {default} | {allowed} | {_text(meaning)} |")
     return "\n".join(lines)
+
+
+def trace_table() -> str:
+    """Every key of a `make simulate` trace file (e2e.simulator.trace), from its schema."""
+    return model_table(Trace)
+
+
+def replay_table() -> str:
+    """Every key of a replay's mapping file, then every column of its pod list (e2e.simulator.replay)."""
+    return model_table(Mapping) + "\n" + model_table(PodLine, "(pod list) ").split("\n", 2)[2]
 
 
 def catalog_table() -> str:
@@ -232,6 +243,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "config-table": config_table,
     "catalog-table": catalog_table,
     "trace-table": trace_table,
+    "replay-table": replay_table,
     "policy-table": policy_table,
     "policy-config-table": policy_config_table,
     "minimum-versions-table": minimum_versions_table,

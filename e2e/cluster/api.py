@@ -51,19 +51,24 @@ class Api:
             raise RigError(f"API server {self.server} unreachable: {error}") from None
         return json.loads(raw) if raw else None
 
-    def stream(self, path: str, timeout_s: float) -> Iterator[dict[str, Any]]:
-        """The objects of a streaming answer (a watch), one per line, as they come."""
-        request = urllib.request.Request(self.server + path)
+    def watch(self, path: str, resource_version: str, timeout_s: int = 30) -> Iterator[dict[str, Any]]:
+        """The watch events of a collection from `resource_version` on (`{"type", "object"}` each), as the server
+        streams them, until it ends the stream after `timeout_s` (the caller lists and watches again)."""
+        joiner = "&" if "?" in path else "?"
+        query = (
+            f"{joiner}watch=1&allowWatchBookmarks=true&resourceVersion={resource_version}&timeoutSeconds={timeout_s}"
+        )
+        request = urllib.request.Request(self.server + path + query)
         request.add_header("Authorization", f"Bearer {self.token}")
-        request.add_header("Accept", "application/json")
         try:
-            with urllib.request.urlopen(request, context=self._tls, timeout=timeout_s) as response:
+            with urllib.request.urlopen(request, context=self._tls, timeout=timeout_s + 30) as response:
                 for line in response:
-                    yield json.loads(line)
+                    if line.strip():
+                        yield json.loads(line)
         except urllib.error.HTTPError as error:
             raise ApiError(error.code, error.read().decode(errors="replace")) from None
-        except (urllib.error.URLError, TimeoutError) as error:
-            raise RigError(f"API server {self.server} unreachable: {error}") from None
+        except (urllib.error.URLError, TimeoutError, ConnectionError) as error:
+            raise RigError(f"API server {self.server} unreachable while watching {path}: {error}") from None
 
     def get(self, path: str) -> Any:
         return self.request("GET", path)

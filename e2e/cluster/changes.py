@@ -43,8 +43,7 @@ class Changes:
         while not self._stopped.is_set():
             try:
                 version = self.api.get(f"{path}?limit=1")["metadata"]["resourceVersion"]
-                query = f"{path}?watch=1&resourceVersion={version}&timeoutSeconds={WATCH_SECONDS}"
-                for _ in self.api.stream(query, timeout_s=WATCH_SECONDS + 30):
+                for _ in self.api.watch(path, version, WATCH_SECONDS):
                     self._notify()
                     if self._stopped.is_set():
                         return

@@ -21,6 +21,7 @@ import yaml
 from e2e.cluster.api import Api
 from e2e.cluster.errors import RigError
 from e2e.cluster.hami_chart import HamiRelease
+from e2e.cluster.kwok_stages import pod_stages
 
 TOKEN = "gpushare-e2e-admin"
 API_PORT = 6443
@@ -180,10 +181,14 @@ class Rig:
         return self.api.ready()
 
     def start_kwok(self) -> None:
+        """KWOK with the rig's pod stages (e2e.cluster.kwok_stages: a Job's pod runs as long as it asks)."""
+        config = self.work_dir / "kwok.yaml"
+        config.write_text(yaml.safe_dump_all(pod_stages(), sort_keys=False))
         self._start(
             "kwok",
             [
                 self.binary("kwok"),
+                f"--config={config}",
                 f"--kubeconfig={self.kubeconfig}",
                 f"--manage-nodes-with-annotation-selector={KUBELET_STARTED[0]}={KUBELET_STARTED[1]}",
                 "--server-address=127.0.0.1:10247",

@@ -1,15 +1,17 @@
 """What the rig applies: the objects and Helm values of the stack's real offline plan (tools.plan output).
 
-Three rig deviations from AWS are made here, on copies, and nowhere else: NodePools point at the rig's
+Four rig deviations from AWS are made here, on copies, and nowhere else: NodePools point at the rig's
 KWOKNodeClass instead of the EC2NodeClass (the kwok provider only launches for its own node class),
-`consolidateAfter` is shortened so consolidation is observable within a test run, and every scheduled
+`consolidateAfter` is shortened so consolidation is observable within a test run, every scheduled
 disruption budget is moved to a window computed from the rig's start, so no scenario depends on the hour or
-the weekday it runs at (the `disruption-budget` scenario places windows over and away from now on purpose).
+the weekday it runs at (the `disruption-budget` scenario places windows over and away from now on purpose), and a
+NodePool named longer than five characters runs under a short name (rig_nodepool_name), its overlays following.
 """
 
 from __future__ import annotations
 
 import copy
+import hashlib
 import subprocess
 import sys
 from collections.abc import Callable
@@ -36,6 +38,9 @@ RIG_CONSOLIDATE_AFTER = "15s"
 # hours after any run ends.
 RIG_WINDOW_OFFSET = timedelta(hours=12)
 RIG_WINDOW_MAX = timedelta(hours=11)
+# KWOK's node names are long (e2e.cluster.tenants says why a pool's name must stay short): the rig runs a longer
+# NodePool under `p` and two base-36 characters of its name's hash. The `gpushare.io/pool` label keeps the name.
+RIG_NODEPOOL_NAME_MAX = 5
 
 
 @dataclass(frozen=True)
@@ -149,11 +154,32 @@ def budget_duration(text: str) -> timedelta:
     return timedelta(hours=int(hours or 0), minutes=int(minutes))
 
 
+def rig_nodepool_name(name: str) -> str:
+    """The name the rig runs the NodePool `name` under: itself when short enough for KWOK's node names."""
+    if len(name) <= RIG_NODEPOOL_NAME_MAX:
+        return name
+    digest = int(hashlib.sha256(name.encode()).hexdigest(), 16)
+    return "p" + "".join("0123456789abcdefghijklmnopqrstuvwxyz"[digest // 36**k % 36] for k in range(2))
+
+
+def _overlay_for_rig(overlay: dict[str, Any]) -> dict[str, Any]:
+    """A NodeOverlay whose NodePool requirement names the NodePools as the rig runs them."""
+    renamed = copy.deepcopy(overlay)
+    for requirement in renamed["spec"].get("requirements", []):
+        if requirement["key"] == names.NODEPOOL_LABEL:
+            requirement["values"] = [rig_nodepool_name(value) for value in requirement["values"]]
+    return renamed
+
+
 def for_rig(obj: dict[str, Any], started: datetime) -> dict[str, Any]:
-    """A NodePool as the rig that started at `started` (UTC) runs it; every other object unchanged."""
+    """A NodePool (or its NodeOverlay) as the rig that started at `started` (UTC) runs it; every other object
+    unchanged."""
+    if obj["kind"] == "NodeOverlay":
+        return _overlay_for_rig(obj)
     if obj["kind"] != "NodePool":
         return obj
     pool = copy.deepcopy(obj)
+    pool["metadata"]["name"] = rig_nodepool_name(obj["metadata"]["name"])
     pool["spec"]["template"]["spec"]["nodeClassRef"] = {
         "group": "karpenter.kwok.sh",
         "kind": KWOK_NODE_CLASS["kind"],

@@ -14,6 +14,7 @@ from typing import Any
 
 from e2e.cluster.api import Api
 from e2e.cluster.changes import Changes
+from e2e.cluster.errors import RigError
 from e2e.cluster.hami_chart import HamiRelease
 from e2e.cluster.kubectl import Kubectl
 from e2e.cluster.node_agent import NodeAgent
@@ -80,6 +81,9 @@ def install_running_stack(ctx: Context, left_out: Callable[[dict[str, Any]], boo
         obj for obj in ctx.plan.objects if not obj["apiVersion"].startswith(MONITORING_GROUP) and not left_out(obj)
     ]
     objects = namespaces_first([for_rig(obj, ctx.started) for obj in applied])
+    nodepools = [obj["metadata"]["name"] for obj in objects if obj["kind"] == "NodePool"]
+    if len(set(nodepools)) != len(nodepools):
+        raise RigError(f"two NodePools share a short rig name ({', '.join(sorted(nodepools))}): rename a pool")
     ctx.kubectl.apply([KWOK_NODE_CLASS, *objects])
 
 

@@ -1,5 +1,5 @@
-"""`make simulate WORKLOAD=...`: a fixed workload mix through the rig's real Karpenter, and what it costs (a trace
-of a whole day goes through e2e.simulator.trace and e2e.simulator.day instead).
+"""`make simulate WORKLOAD=...`: a fixed workload mix through the rig's real Karpenter, and what it costs (a day,
+traced or replayed, goes through e2e.simulator.trace or e2e.simulator.replay and e2e.simulator.day instead).
 
 The workload file names a stack and lists pod groups; each group becomes a Deployment of pause containers
 in its team's namespace, on its pool. Once Karpenter has settled, the report gives the nodes by type and
@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from e2e.cluster.errors import RigError
 from e2e.cluster.hami_chart import HamiRelease
@@ -23,7 +23,18 @@ from e2e.cluster.instance_types import PODS_PER_NODE
 from e2e.cluster.stack import ROOT
 from e2e.cluster.workloads import Context, gpu_deployment, nodeclaims, nodes_by_type, usd_per_hour
 from e2e.simulator.packing import NodeType, PodShape, best_packing
-from e2e.simulator.trace import Trace, load_trace
+from e2e.simulator.replay import load_replay
+from e2e.simulator.trace import (
+    KWOK_RESERVED_CPU_MILLIS,
+    KWOK_RESERVED_MEMORY_MIB,
+    Demand,
+    PodRequests,
+    group_problems,
+    load_trace,
+    quantity_mib,
+    quantity_millis,
+)
+from gpushare import names
 from gpushare.catalog import Catalog
 from gpushare.errors import UserError, all_errors, key_path
 from gpushare.files import read_yaml
@@ -51,42 +62,84 @@ class PodGroup(BaseModel):
     cpu: str = Field(default="500m", pattern=r"^[0-9]+m?$")
     memory: str = Field(default="1Gi", pattern=r"^[0-9]+(Mi|Gi)$")
 
+    def requests(self) -> dict[str, Any]:
+        """What each pod asks, as a trace's group would write it (so one capacity check judges both)."""
+        return self.model_dump(by_alias=True, exclude={"count"})
+
 
 class Workload(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     stack: Literal["dev", "prod"]
-    pods: tuple[PodGroup, ...]
-
-    @model_validator(mode="after")
-    def _unique(self) -> Workload:
-        if not self.pods:
-            raise ValueError("pods: list at least one pod group")
-        names = [group.name for group in self.pods]
-        repeated = sorted({name for name in names if names.count(name) > 1})
-        if repeated:
-            raise ValueError(f"pods: names must be unique; repeated: {', '.join(repeated)}")
-        return self
+    pods: tuple[PodGroup, ...] = Field(min_length=1)
 
 
-def load_workload(path: Path) -> Workload:
-    """The workload file, or a UserError with one line per problem naming the key."""
+# Keys only a trace has: a file with any of them is a trace, whatever else it holds.
+TRACE_KEYS = ("deployments", "jobs", "secondsPerHour", "hours", "stepMinutes", "weekday", "variants")
+
+
+def workload_problems(raw: Any, config: dict[str, Any] | None) -> list[str]:
+    """Every problem of a fixed mix, one line each as `key: problem`: the schema's, and with the stack's `config`
+    map each group's team, pool and what the pool can hold, over every group valid on its own."""
+    lines: dict[str, str] = {}
     try:
-        return Workload.model_validate(read_yaml(path))
-    except ValidationError as error:  # one line per key, as the stack config reports
-        problems = all_errors(error, lambda loc: f"{path}: {key_path('', loc) or '(top level)'}")
-        raise UserError(str(problems)) from None
+        Workload.model_validate(raw)
+    except ValidationError as error:
+        lines.update(
+            (problem.key, str(problem).removeprefix(f"{problem.key}: "))
+            for problem in all_errors(error, lambda loc: key_path("", loc) or "(top level)").errors
+        )
+    items = raw.get("pods") if isinstance(raw, dict) else None
+    groups, seen = [], {}
+    for index, item in enumerate(items if isinstance(items, list) else []):
+        name = item.get("name") if isinstance(item, dict) else None
+        if isinstance(name, str) and name in seen:
+            lines[f"pods[{index}].name"] = f"{name!r} is used by {seen[name]} too"
+        seen.setdefault(name, f"pods[{index}]")
+        try:
+            groups.append((f"pods[{index}]", PodGroup.model_validate(item)))
+        except ValidationError:
+            continue
+    if config is not None and isinstance(raw, dict) and raw.get("stack") in ("dev", "prod"):
+        requests = [(where, PodRequests.model_validate(group.requests())) for where, group in groups]
+        problems = group_problems(str(raw["stack"]), config, requests)
+        sharing = {pool["name"]: pool.get("sharing") for pool in config.get("gpushare:pools", [])}
+        for where, group in groups:
+            if sharing.get(group.pool, names.SHARING_HAMI) != names.SHARING_HAMI:
+                problems.append(
+                    (
+                        f"{where}.pool",
+                        f"{group.pool} shares GPUs by {sharing[group.pool]}; a fixed mix asks HAMi vGPUs (use a "
+                        "trace for other pools)",
+                    )
+                )
+        for key, problem in problems:
+            lines[key] = f"{lines[key]}; {problem}" if key in lines else problem
+    return [f"{key}: {problem}" for key, problem in lines.items()]
 
 
-def load_simulation(path: Path) -> Workload | Trace:
-    """A fixed mix (a file with `pods`) or a trace of a day (`trace`), checked against its stack's config."""
+def load_workload(path: Path, config: dict[str, Any] | None = None) -> Workload:
+    """The workload file, or a UserError with one line per problem naming the key (with the stack's `config`
+    map, also each group's team and pool and what the pool can hold)."""
+    raw = read_yaml(path)
+    problems = workload_problems(raw, config)
+    if problems:
+        raise UserError("\n".join(f"{path}: {problem}" for problem in problems))
+    return Workload.model_validate(raw)
+
+
+def load_simulation(path: Path, mapping: Path | None = None) -> Workload | Demand:
+    """A fixed mix (a file with `pods` and none of a trace's keys), a trace of a day, or with `mapping` a pod list
+    replayed; each checked against its stack's config, every problem at once (UserError)."""
+    configs = {stack: read_yaml(ROOT / f"Pulumi.{stack}.yaml")["config"] for stack in ("dev", "prod")}
+    if mapping is not None:
+        return load_replay(path, mapping, configs)
     data = read_yaml(path)
-    if isinstance(data, dict) and "pods" in data:
-        return load_workload(path)
     stack = data.get("stack") if isinstance(data, dict) else None
-    stack_file = ROOT / f"Pulumi.{stack}.yaml"
-    config = read_yaml(stack_file)["config"] if stack in ("dev", "prod") else None
-    return load_trace(path, config)
+    config = configs.get(stack) if isinstance(stack, str) else None
+    if isinstance(data, dict) and "pods" in data and not any(key in data for key in TRACE_KEYS):
+        return load_workload(path, config)
+    return load_trace(path, config).demand()
 
 
 def whole_gpu_cost(catalog: Catalog, pool_types: dict[str, list[str]], workload: Workload) -> float:
@@ -111,19 +164,6 @@ def fractional_lower_bound(catalog: Catalog, pool_types: dict[str, list[str]], w
     )
     requested = sum(group.count * group.gpu_memory_mib for group in workload.pods)
     return round(requested * per_mib, 3)
-
-
-# Karpenter's kwok provider reserves this much of every node (kwok/cloudprovider/helpers.go KubeReserved).
-KWOK_RESERVED_CPU_MILLIS = 100
-KWOK_RESERVED_MEMORY_MIB = 10
-
-
-def quantity_mib(quantity: str) -> int:
-    return int(quantity[:-2]) * (1024 if quantity.endswith("Gi") else 1)
-
-
-def quantity_millis(quantity: str) -> int:
-    return int(quantity[:-1]) if quantity.endswith("m") else int(quantity) * 1000
 
 
 def node_types(catalog: Catalog, types: list[str], hami: HamiRelease) -> list[NodeType]:

@@ -23,6 +23,7 @@ from e2e.cluster.stack import (
     feature_gates,
     for_rig,
     load_plan,
+    rig_nodepool_name,
     write_plan,
 )
 from e2e.suites.report import UPSTREAM_MODULES, versions
@@ -168,6 +169,25 @@ def test_only_nodepools_change_for_the_rig() -> None:
     assert pool["spec"]["template"]["spec"]["nodeClassRef"]["kind"] == "EC2NodeClass"
     quota = {"kind": "ResourceQuota", "metadata": {"name": "q"}}
     assert for_rig(quota, TUESDAY_16_UTC) is quota
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_the_rig_runs_each_nodepool_under_a_short_unique_name_its_overlays_follow(_plans: None, stack: str) -> None:
+    """KWOK's node names leave a pool's name five characters (e2e.cluster.tenants): each shipped NodePool runs under
+    a distinct short name, and every overlay that selects a NodePool by name selects it under that name."""
+    plan = load_plan(stack, PLANS[stack])
+    started = TUESDAY_16_UTC
+    rig_names = {p["metadata"]["name"]: for_rig(p, started)["metadata"]["name"] for p in plan.of_kind("NodePool")}
+    assert len(set(rig_names.values())) == len(rig_names)
+    assert all(len(name) <= 5 for name in rig_names.values())
+    assert any(name != rig_names[name] for name in rig_names)
+    selected = set()
+    for overlay in plan.of_kind("NodeOverlay"):
+        for requirement in for_rig(overlay, started)["spec"]["requirements"]:
+            if requirement["key"] == names.NODEPOOL_LABEL:
+                selected |= set(requirement["values"])
+    assert selected and selected <= set(rig_names.values())
+    assert rig_nodepool_name("s0p0") == "s0p0"
 
 
 # A day's run of the whole suite (make e2e plus make simulate) stays far below this.

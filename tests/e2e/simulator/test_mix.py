@@ -7,11 +7,19 @@ from pathlib import Path
 import pytest
 
 from e2e.cluster.hami_chart import HamiRelease
-from e2e.simulator.mix import Workload, fractional_lower_bound, load_workload, packing_bound, whole_gpu_cost
+from e2e.simulator.mix import (
+    Workload,
+    fractional_lower_bound,
+    load_workload,
+    packing_bound,
+    whole_gpu_cost,
+    workload_problems,
+)
 from gpushare.catalog import load_catalog
 from gpushare.errors import UserError
+from gpushare.files import read_yaml
 from gpushare.names import INSTANCE_TYPE_LABEL as INSTANCE_TYPE
-from tests.conftest import ROOT
+from tests.conftest import ROOT, raw_stack
 
 CATALOG = load_catalog()
 MIX = ROOT / "examples" / "workloads" / "inference-mix.yaml"
@@ -78,3 +86,40 @@ def test_the_per_gpu_packing_bound_lies_between_the_fractional_bound_and_whole_g
     release = HamiRelease.from_values({})
     best = packing_bound(CATALOG, pools, workload, release)["usd_per_hour"]
     assert fractional_lower_bound(CATALOG, pools, workload) <= best < whole_gpu_cost(CATALOG, pools, workload)
+
+
+def _mix_problems(*groups: dict) -> list[str]:
+    return workload_problems({"stack": "dev", "pods": list(groups)}, raw_stack("dev"))
+
+
+GROUP = {"name": "g", "team": "inference", "pool": "g4dn-shared", "count": 2, "gpuMemoryMib": 2048, "gpuCores": 10}
+
+
+def test_the_shipped_mix_has_no_problem_on_its_stack():
+    raw = read_yaml(MIX)
+    assert workload_problems(raw, raw_stack(raw["stack"])) == []
+
+
+def test_a_mix_is_judged_against_its_stack_every_problem_at_once():
+    """A schema error in one group hides neither another group's team nor what its pool can hold, nor a
+    repeated name."""
+    problems = _mix_problems(
+        {**GROUP, "count": 0},
+        {**GROUP, "name": "b", "team": "nobody"},
+        {**GROUP, "name": "c", "gpuMemoryMib": 16000},
+        {**GROUP, "name": "b"},
+        {**GROUP, "name": "d", "team": "ml-research", "pool": "g6-timeslice"},
+    )
+    assert [line.split(": ")[0] for line in problems] == [
+        "pods[0].count",
+        "pods[3].name",
+        "pods[1].team",
+        "pods[2].gpuMemoryMib",
+        "pods[4].pool",
+    ]
+    assert "more than any node of the pool offers (at most 15360 MiB per GPU" in problems[3]
+    assert "g6-timeslice shares GPUs by timeslice; a fixed mix asks HAMi vGPUs" in problems[4]
+
+
+def test_a_mix_group_within_its_pool_passes():
+    assert _mix_problems(GROUP, {**GROUP, "name": "big", "gpuMemoryMib": 15360, "cpu": "7900m"}) == []
