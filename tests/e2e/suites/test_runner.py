@@ -9,7 +9,7 @@ from e2e.cluster.stack import stack_file
 from e2e.cluster.tenants import with_tenants
 from e2e.suites import report
 from e2e.suites.base import WAITED_ON, Result
-from e2e.suites.runner import SCENARIOS, left_out, longest_first, tenant_name, tenants_of
+from e2e.suites.runner import MEASURED_LONGEST, SCENARIOS, left_out, longest_first, tenant_name, tenants_of
 from gpushare import names
 
 NAME_MAX = 32
@@ -49,7 +49,13 @@ def test_the_last_report_orders_the_next_run_longest_first(tmp_path: Path) -> No
     path = tmp_path / "report.json"
     path.write_text(json.dumps({"scenarios": [{"name": "a", "seconds": 10}, {"name": "b", "seconds": 90}]}))
     assert longest_first(path) == ["b", "a"]
-    assert longest_first(tmp_path / "missing.json") == []
+    assert longest_first(tmp_path / "missing.json") == list(MEASURED_LONGEST)
+
+
+def test_a_fresh_clone_starts_the_measured_longest_scenarios_first() -> None:
+    """Without an earlier report the longest scenarios lead, in the order measured, and every one is a scenario."""
+    assert set(MEASURED_LONGEST) <= set(SCENARIOS)
+    assert not any(SCENARIOS[name].alone for name in MEASURED_LONGEST)
 
 
 def test_a_scenario_that_shows_an_absence_never_gets_those_objects() -> None:
