@@ -204,6 +204,11 @@ def condition(obj: dict[str, Any], kind: str) -> dict[str, Any]:
     return next((c for c in obj.get("status", {}).get("conditions", []) if c["type"] == kind), {})
 
 
+def initialized(claim: dict[str, Any]) -> bool:
+    """Whether a NodeClaim is Initialized: its node registered every resource Karpenter expects, GPUs included."""
+    return condition(claim, "Initialized").get("status") == "True"
+
+
 def events(ctx: Context, namespace: str, about: str = "") -> list[str]:
     """`reason: message` of the namespace's events, only those about objects named `about...` when given (earlier
     scenarios' events stay around)."""

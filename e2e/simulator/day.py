@@ -31,7 +31,7 @@ from e2e.cluster.api import Api, ApiError
 from e2e.cluster.errors import RigError
 from e2e.cluster.kwok_stages import COMPLETE_AFTER, COMPLETE_AT
 from e2e.cluster.stack import Plan, for_rig, rig_nodepool_name
-from e2e.cluster.workloads import HAMI_BIND_PHASE, HAMI_NODE, Context, condition, gpu_deployment
+from e2e.cluster.workloads import HAMI_BIND_PHASE, HAMI_NODE, Context, condition, gpu_deployment, initialized
 from e2e.simulator.budgets import Window, always_budgets, budget_windows, consolidate_after_minutes
 from e2e.simulator.trace import Batch, Demand, PodRequests
 from gpushare import names
@@ -335,7 +335,7 @@ class Day:
                 self.seen.claims[meta["name"]] = record
             record.instance_type = record.instance_type or labels.get(names.INSTANCE_TYPE_LABEL, "")
             record.node = claim.get("status", {}).get("nodeName") or record.node
-            if condition(claim, "Initialized").get("status") == "True" and record.initialized is None:
+            if initialized(claim) and record.initialized is None:
                 record.initialized = now
             if condition(claim, "Consolidatable").get("status") == "True":
                 record.consolidatable = record.consolidatable or now

@@ -16,6 +16,7 @@ from e2e.cluster.workloads import (
     condition,
     event_count,
     gpu_deployment,
+    initialized,
     nodeclaims,
     rig_pool,
     team_pool,
@@ -63,7 +64,7 @@ def _kept_on_one_node(ctx: Context, buffer: dict[str, Any], what: str) -> tuple[
 
     def settled() -> bool:
         claims = nodeclaims(ctx)
-        return _kept(ctx, buffer) and len(claims) == 1 and condition(claims[0], "Initialized").get("status") == "True"
+        return _kept(ctx, buffer) and len(claims) == 1 and initialized(claims[0])
 
     seconds = wait(ctx, what, settled)
     return seconds, {c["status"]["nodeName"] for c in nodeclaims(ctx)}

@@ -14,9 +14,9 @@ from e2e.cluster.workloads import (
     Context,
     app_pods,
     bound,
-    condition,
     events,
     gpu_deployment,
+    initialized,
     nodeclaims,
     nodes_by_type,
     rig_pool,
@@ -59,7 +59,7 @@ def seed_scale_up(ctx: Context) -> Result:
     wait(
         ctx,
         "every NodeClaim Initialized",
-        lambda: all(condition(c, "Initialized").get("status") == "True" for c in nodeclaims(ctx)),
+        lambda: all(initialized(c) for c in nodeclaims(ctx)),
         60,
     )
     claims = nodeclaims(ctx)
