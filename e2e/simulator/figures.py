@@ -39,6 +39,10 @@ CONSOLIDATION = ("Underutilized", "Empty")
 # nodes skip: assumed, not measured here (third-party reports put a Karpenter GPU node at one to five minutes
 # including image pulls). Measure your own from NodeClaim Launched to Initialized and set it here.
 BOOT_S = 120.0
+# The longest the rig was seen to take from a node's launch to its pods running (43 s: short-day at 60 s per simulated
+# hour; inference-day's runs at 20 s, 42 s): Karpenter's batching and launch, HAMi binding a node's pods one at a
+# time under its node lock. A Deployment pod the day keeps for less real time may be removed before it ever ran.
+PLACEMENT_FLOOR_S = 45.0
 # A pool-limit refusal as Karpenter words it (kubernetes-sigs/karpenter pkg/controllers/provisioning/scheduling).
 POOL_LIMIT = "exceed limits for nodepool"
 
@@ -241,6 +245,24 @@ def run_document(
         "nodeclaims": _nodeclaims(seen),
         "pods": _pods(demand, seen, bounds),
         "never_ran": _never_ran(seen),
+        "too_fast": too_fast(demand),
+    }
+
+
+def too_fast(demand: Demand) -> dict[str, Any] | None:
+    """The day's shortest-lived Deployment pods when, at this speed, they live less real time than PLACEMENT_FLOOR_S,
+    with the slowest speed (seconds per simulated hour) that gives them the floor."""
+    shortest = demand.shortest_life()
+    if shortest is None or demand.real_seconds(shortest[2]) >= PLACEMENT_FLOOR_S:
+        return None
+    group, minute, life = shortest
+    return {
+        "group": group,
+        "minute": minute,
+        "life_minutes": life,
+        "life_real_s": round(demand.real_seconds(life), 1),
+        "floor_s": PLACEMENT_FLOOR_S,
+        "seconds_per_hour_needed": math.ceil(PLACEMENT_FLOOR_S * 60 / life),
     }
 
 

@@ -25,7 +25,7 @@ from typing import Any
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from e2e.simulator.trace import BASELINE
+from e2e.simulator.trace import BASELINE, clock
 
 # Where the terminal says the plots are: the directory e2e.run writes the report into, relative to the repository.
 REPORT_DIR = "build/e2e"
@@ -245,17 +245,14 @@ def verdict(stack_runs: list[dict[str, Any]], variant_runs: list[dict[str, Any]]
 
 
 def speed_check(runs: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The raw cost fit as C + A / secondsPerHour over the runs (None below two speeds): C, the full-scale
-    estimate, beside the corrected cost; and per speed the medians of cost and of the decisions."""
+    """The raw cost fit as C + A / secondsPerHour (None below two speeds): C, the full-scale estimate, beside the
+    corrected cost; and per speed the medians of cost and of the decisions. A run that served fewer pods than the
+    most any run served paid for a smaller day: it is left out of the fit, and said so."""
     speeds = sorted({run["seconds_per_hour"] for run in runs})
     if len(speeds) < 2:
         return None
-    xs = [1 / run["seconds_per_hour"] for run in runs]
-    ys = [run["cost"]["usd"] for run in runs]
-    mean_x, mean_y = statistics.fmean(xs), statistics.fmean(ys)
-    slope = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True)) / sum((x - mean_x) ** 2 for x in xs)
-    full_scale = mean_y - slope * mean_x
-    corrected = statistics.median(run["cost"]["corrected_usd"] for run in runs)
+    most_served = max(_served(run) for run in runs)
+    fitted = [run for run in runs if _served(run) == most_served]
     per_speed = {}
     for speed in speeds:
         at = [run for run in runs if run["seconds_per_hour"] == speed]
@@ -265,14 +262,32 @@ def speed_check(runs: list[dict[str, Any]]) -> dict[str, Any] | None:
             "corrected_usd": statistics.median(run["cost"]["corrected_usd"] for run in at),
             "nodeclaims_launched": statistics.median(run["nodeclaims"]["launched"] for run in at),
             "pods_disrupted": statistics.median(_disrupted(run) for run in at),
+            "pods_served": statistics.median(_served(run) for run in at),
+            "runs_fitted": sum(run in fitted for run in at),
         }
-    return {
-        "full_scale_usd": round(full_scale, 3),
-        "per_inverse_speed_usd": round(slope, 3),
-        "corrected_usd": round(corrected, 3),
-        "agreement_percent": round(abs(corrected - full_scale) / full_scale * 100, 1) if full_scale else None,
+    check: dict[str, Any] = {
+        "full_scale_usd": None,
+        "per_inverse_speed_usd": None,
+        "corrected_usd": round(statistics.median(run["cost"]["corrected_usd"] for run in fitted), 3),
+        "agreement_percent": None,
         "per_speed": per_speed,
     }
+    if len({run["seconds_per_hour"] for run in fitted}) < 2:
+        return check
+    xs = [1 / run["seconds_per_hour"] for run in fitted]
+    ys = [run["cost"]["usd"] for run in fitted]
+    mean_x, mean_y = statistics.fmean(xs), statistics.fmean(ys)
+    slope = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True)) / sum((x - mean_x) ** 2 for x in xs)
+    full_scale = mean_y - slope * mean_x
+    check["full_scale_usd"] = round(full_scale, 3)
+    check["per_inverse_speed_usd"] = round(slope, 3)
+    if full_scale:
+        check["agreement_percent"] = round(abs(check["corrected_usd"] - full_scale) / full_scale * 100, 1)
+    return check
+
+
+def _served(run: dict[str, Any]) -> int:
+    return run["pods"]["total"]["served"]
 
 
 def _fmt(value: float | None, digits: int) -> str:
@@ -370,6 +385,8 @@ def speed_table(summary_of_runs: dict[str, Any]) -> str:
                     _usd(at["corrected_usd"]),
                     _count(at["nodeclaims_launched"]),
                     _count(at["pods_disrupted"]),
+                    _count(at["pods_served"]),
+                    "yes" if at["runs_fitted"] == at["runs"] else f"{at['runs_fitted']} of {at['runs']}",
                     _usd(check["full_scale_usd"]),
                     _fmt(check["agreement_percent"], 1),
                 ]
@@ -382,6 +399,8 @@ def speed_table(summary_of_runs: dict[str, Any]) -> str:
         "corrected $",
         "NodeClaims",
         "pods disrupted",
+        "pods served",
+        "in the fit",
         "fit C $ (full scale)",
         "C vs corrected %",
     ]
@@ -426,6 +445,17 @@ def _counts_table(title: str, counts: dict[str, int], column: str, empty: str) -
     return _table([title, column], ([name, str(count)] for name, count in counts.items()))
 
 
+def _too_fast_line(run: dict[str, Any]) -> str:
+    fast = run["too_fast"]
+    return (
+        f"Too fast for this day: {fast['group']}'s pods added at {clock(fast['minute'])} live "
+        f"{fast['life_minutes']:g} simulated minutes, {fast['life_real_s']:g} real s at {run['seconds_per_hour']} s "
+        f"per simulated hour, under the {fast['floor_s']:g} s the rig can take from a node's launch to its pods "
+        f"running: pods that never ran may be the compression's, not the stack's "
+        f"(secondsPerHour {fast['seconds_per_hour_needed']} or more gives them that)."
+    )
+
+
 def _run_section(run: dict[str, Any]) -> list[str]:
     cost, waits, disruptions, claims = run["cost"], run["waits"], run["disruptions"], run["nodeclaims"]
     lines = [f"## {run['variant']}, {run['seconds_per_hour']} s per simulated hour, run {run['run']}", ""]
@@ -444,6 +474,9 @@ def _run_section(run: dict[str, Any]) -> list[str]:
         "each.",
         "",
     ]
+
+    if run["too_fast"]:
+        lines += [_too_fast_line(run), ""]
 
     lines += ["### Nodes by instance type", ""]
     types = sorted(cost["node_hours_by_type"].keys() | cost["usd_by_type"].keys())
@@ -548,5 +581,7 @@ def terminal(document: dict[str, Any]) -> str:
             f"{NOT_AVAILABLE if max_wait is None else f'{max_wait:.1f} s'}, {_disrupted(run)} pods disrupted, "
             f"{_never_ran(run)} pods never ran; {REPORT_DIR}/{png_name(run)}"
         )
+        if run["too_fast"]:
+            lines.append(f"  {_too_fast_line(run)}")
     lines.append(f"report: {REPORT_DIR}/simulate.md")
     return "\n".join(lines) + "\n"

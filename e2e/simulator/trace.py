@@ -362,6 +362,27 @@ class Demand:
     def real_seconds(self, minutes: float) -> float:
         return minutes * self.seconds_per_hour / 60
 
+    def shortest_life(self) -> tuple[str, float, float] | None:
+        """The Deployment pods the day keeps for the shortest time: (group, the minute they are added, the
+        simulated minutes until a scale-down removes them). A Deployment's pod is deleted on scale-down whether it
+        ran or not (a Job's pod runs its duration from its own start), so a life shorter than the rig takes to
+        launch a node and bind pods removes pods that never ran: the compression's doing, not the stack's. The
+        00:00 state runs before the clock starts and is left out."""
+        found: list[tuple[float, float, str]] = []
+        for group in {change.group.name: change.group for change in self.changes}.values():
+            steps = [change for change in self.changes if change.group.name == group.name]
+            for index, change in enumerate(steps):
+                before = steps[index - 1].replicas if index else 0
+                if change.minute == 0 or change.replicas <= before:
+                    continue
+                ended = next((later.minute for later in steps[index + 1 :] if later.replicas < change.replicas), None)
+                if ended is not None:
+                    found.append((ended - change.minute, change.minute, group.name))
+        if not found:
+            return None
+        life, minute, name = min(found)
+        return name, minute, life
+
 
 def batches(trace: Trace) -> list[Batch]:
     """Every arrival of every job group, in time order."""

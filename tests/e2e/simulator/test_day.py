@@ -4,6 +4,7 @@ rig)."""
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 from datetime import UTC, datetime
 from types import SimpleNamespace
 from typing import Any
@@ -25,11 +26,12 @@ from e2e.simulator.day import (
     _started,
     compress_pool,
 )
-from e2e.simulator.figures import BOOT_S, billed_claims, percentile, run_document
+from e2e.simulator.figures import BOOT_S, PLACEMENT_FLOOR_S, billed_claims, percentile, run_document, too_fast
 from e2e.simulator.oracle import Pools, day_bounds
-from e2e.simulator.trace import Demand, Trace
+from e2e.simulator.trace import Demand, Trace, load_trace
 from gpushare import names
 from gpushare.catalog import load_catalog
+from tests.conftest import ROOT
 
 STARTED = datetime(2026, 11, 26, 9, 0, tzinfo=UTC)
 CHAT = {"name": "chat", "team": "inference", "pool": "g4dn-shared", "gpuMemoryMib": 1536, "gpuCores": 10}
@@ -322,3 +324,24 @@ def test_a_hami_pod_runs_only_once_hamis_device_plugin_allocated_it():
     assert not _started(_running_pod(hami, {HAMI_NODE: "n", HAMI_BIND_PHASE: "allocating"}))
     assert _started(_running_pod(hami, {HAMI_NODE: "n", HAMI_BIND_PHASE: "success"}))
     assert _started(_running_pod({names.GPU_SHARED: "1"}, {}))  # the NVIDIA plugin's pods: no HAMi allocation
+
+
+def test_a_day_whose_pods_live_less_real_time_than_the_rig_needs_is_too_fast():
+    """short-day's 03:00 pods live 90 simulated minutes: 30 real s at 20 s/h, under the floor; at 30 s/h and more,
+    45 s or more."""
+    day = load_trace(ROOT / "examples" / "workloads" / "short-day.yaml").demand()
+    fast = too_fast(replace(day, seconds_per_hour=20))
+    assert fast == {
+        "group": "chat",
+        "minute": 180,
+        "life_minutes": 90,
+        "life_real_s": 30.0,
+        "floor_s": PLACEMENT_FLOOR_S,
+        "seconds_per_hour_needed": 30,
+    }
+    assert too_fast(replace(day, seconds_per_hour=30)) is None
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "examples" / "workloads").glob("*-day.yaml")), ids=lambda p: p.name)
+def test_no_shipped_day_is_too_fast_at_its_own_speed(path):
+    assert too_fast(load_trace(path).demand()) is None

@@ -126,6 +126,7 @@ def _sample() -> dict[str, Any]:
         "never_ran": [
             {"refused_by": "admission", "message": 'pods "x" is forbidden: exceeded quota ...', "workloads": 3}
         ],
+        "too_fast": None,
     }
 
 
@@ -295,6 +296,59 @@ def test_the_speed_check_fits_cost_as_c_plus_a_over_seconds_per_hour():
     assert result["seconds_per_hour"] == 60  # one run each: the slowest
     table = _rows(speed_table(result))
     assert table["stack"][1] == "60"
+
+
+def _served(count: int) -> dict[str, Any]:
+    return {"by_group": {}, "total": {"asked": 23, "served": count, "refused": 0, "never_placed": 23 - count}}
+
+
+def test_a_speed_that_served_fewer_pods_is_left_out_of_the_fit():
+    """At 20 s/h four pods never ran: that run paid for a smaller day, so C comes from 60 and 120 s/h alone
+    (raw 20 and 17.5 lie on 15 + 300 / s), and the table says which speed is out."""
+    runs = [
+        _run("stack", 1, seconds_per_hour=20, cost=_costs(9.0, raw=25.0), pods=_served(19)),
+        _run("stack", 1, seconds_per_hour=60, cost=_costs(15.5, raw=20.0), pods=_served(23)),
+        _run("stack", 1, seconds_per_hour=120, cost=_costs(15.2, raw=17.5), pods=_served(23)),
+    ]
+    check = summary(runs)["speed_check"]["stack"]
+    assert (check["full_scale_usd"], check["per_inverse_speed_usd"]) == (15.0, 300.0)
+    assert check["corrected_usd"] == 15.35  # the fitted runs' median
+    assert [check["per_speed"][s]["runs_fitted"] for s in ("20", "60", "120")] == [0, 1, 1]
+    rows = [row.split(" | ") for row in speed_table(summary(runs)).splitlines()[2:]]
+    assert [(row[1], row[7], row[8]) for row in rows] == [
+        ("20", "19", "0 of 1"),
+        ("60", "23", "yes"),
+        ("120", "23", "yes"),
+    ]
+
+
+def test_no_fit_when_fewer_than_two_speeds_served_the_whole_day():
+    runs = [
+        _run("stack", 1, seconds_per_hour=20, cost=_costs(9.0, raw=25.0), pods=_served(19)),
+        _run("stack", 1, seconds_per_hour=60, cost=_costs(15.5, raw=20.0), pods=_served(23)),
+    ]
+    check = summary(runs)["speed_check"]["stack"]
+    assert check["full_scale_usd"] is None and check["agreement_percent"] is None
+    assert "n/a" in speed_table(summary(runs))
+
+
+def test_a_run_too_fast_for_its_day_says_so_and_the_speed_that_is_not():
+    fast = {
+        "group": "chat",
+        "minute": 180,
+        "life_minutes": 90,
+        "life_real_s": 30.0,
+        "floor_s": 45.0,
+        "seconds_per_hour_needed": 30,
+    }
+    expected = (
+        "Too fast for this day: chat's pods added at 03:00 live 90 simulated minutes, 30 real s at 20 s per "
+        "simulated hour, under the 45 s the rig can take from a node's launch to its pods running: pods that never "
+        "ran may be the compression's, not the stack's (secondsPerHour 30 or more gives them that)."
+    )
+    assert expected in markdown(_document([_run(too_fast=fast)]))
+    assert expected in terminal(_document([_run(too_fast=fast)]))
+    assert "Too fast" not in markdown(_document([_run()]))
 
 
 def _rows(table: str) -> dict[str, list[str]]:

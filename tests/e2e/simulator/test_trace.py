@@ -457,3 +457,14 @@ def test_runs_and_speeds_repeat_a_day_not_a_fixed_mix(capsys):
     assert main(["--simulate", mix, "--runs", "2"]) == 2
     assert main(["--simulate", mix, "--speeds", "20,60"]) == 2
     assert "a fixed mix runs once" in capsys.readouterr().err
+
+
+def test_the_shortest_lived_deployment_pods_are_those_added_last_before_a_fall():
+    """12 -> 20 at 03:00, down to 4 at 04:30: the eight added at 03:00 live 90 minutes, the ten added at 01:00
+    (down at 04:30 too) 210; the 00:00 pods run before the clock and do not count."""
+    steps = {"00:00": 2, "01:00": 12, "03:00": 20, "04:30": 4}
+    chat = {**{k: v for k, v in CHAT.items() if k != "diurnal"}, "replicas": steps}
+    assert _trace(deployments=[chat]).demand().shortest_life() == ("chat", 180, 90)
+    rising = {**chat, "replicas": {"00:00": 2, "01:00": 12}}
+    assert _trace(deployments=[rising]).demand().shortest_life() is None
+    assert _trace(deployments=[{**chat, "replicas": {"00:00": 20, "01:00": 4}}]).demand().shortest_life() is None
