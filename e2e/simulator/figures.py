@@ -43,6 +43,9 @@ BOOT_S = 120.0
 # hour; inference-day's runs at 20 s, 42 s): Karpenter's batching and launch, HAMi binding a node's pods one at a
 # time under its node lock. A Deployment pod the day keeps for less real time may be removed before it ever ran.
 PLACEMENT_FLOOR_S = 45.0
+# How many pods a second the rig placed while pods queued (the production-shaped day at 20 s per simulated hour: HAMi's
+# extender filters every node per pod and binds a node's pods one at a time): a day that adds pods faster queues them.
+PLACEMENT_RATE_PER_S = 0.4
 # A pool-limit refusal as Karpenter words it (kubernetes-sigs/karpenter pkg/controllers/provisioning/scheduling).
 POOL_LIMIT = "exceed limits for nodepool"
 
@@ -250,20 +253,34 @@ def run_document(
 
 
 def too_fast(demand: Demand) -> dict[str, Any] | None:
-    """The day's shortest-lived Deployment pods when, at this speed, they live less real time than PLACEMENT_FLOOR_S,
-    with the slowest speed (seconds per simulated hour) that gives them the floor."""
+    """Why the day is too fast for the rig at its speed, if it is, and the slowest speed (seconds per simulated
+    hour) that clears both: its shortest-lived Deployment pods live less real time than PLACEMENT_FLOOR_S (they may
+    be removed before they ran), or its busiest hour adds pods faster than PLACEMENT_RATE_PER_S (they queue on the
+    rig, and their waits are the rig's)."""
+    found: dict[str, Any] = {}
+    needed = [demand.seconds_per_hour]
     shortest = demand.shortest_life()
-    if shortest is None or demand.real_seconds(shortest[2]) >= PLACEMENT_FLOOR_S:
-        return None
-    group, minute, life = shortest
-    return {
-        "group": group,
-        "minute": minute,
-        "life_minutes": life,
-        "life_real_s": round(demand.real_seconds(life), 1),
-        "floor_s": PLACEMENT_FLOOR_S,
-        "seconds_per_hour_needed": math.ceil(PLACEMENT_FLOOR_S * 60 / life),
-    }
+    if shortest is not None and demand.real_seconds(shortest[2]) < PLACEMENT_FLOOR_S:
+        group, minute, life = shortest
+        found["shortest_life"] = {
+            "group": group,
+            "minute": minute,
+            "life_minutes": life,
+            "life_real_s": round(demand.real_seconds(life), 1),
+            "floor_s": PLACEMENT_FLOOR_S,
+        }
+        needed.append(math.ceil(PLACEMENT_FLOOR_S * 60 / life))
+    busiest = demand.busiest_hour()
+    if busiest is not None and busiest[1] / demand.seconds_per_hour > PLACEMENT_RATE_PER_S:
+        minute, pods = busiest
+        found["busiest_hour"] = {
+            "minute": minute,
+            "pods": pods,
+            "pods_per_s": round(pods / demand.seconds_per_hour, 2),
+            "rate_per_s": PLACEMENT_RATE_PER_S,
+        }
+        needed.append(math.ceil(pods / PLACEMENT_RATE_PER_S))
+    return {**found, "seconds_per_hour_needed": max(needed)} if found else None
 
 
 def _finite(value: float) -> float | None:

@@ -446,13 +446,26 @@ def _counts_table(title: str, counts: dict[str, int], column: str, empty: str) -
 
 
 def _too_fast_line(run: dict[str, Any]) -> str:
-    fast = run["too_fast"]
+    fast, speed = run["too_fast"], run["seconds_per_hour"]
+    reasons = []
+    if "shortest_life" in fast:
+        life = fast["shortest_life"]
+        reasons.append(
+            f"{life['group']}'s pods added at {clock(life['minute'])} live {life['life_minutes']:g} simulated "
+            f"minutes, {life['life_real_s']:g} real s at {speed} s per simulated hour, under the {life['floor_s']:g} s "
+            "the rig can take from a node's launch to its pods running: pods that never ran may be the "
+            "compression's, not the stack's"
+        )
+    if "busiest_hour" in fast:
+        hour = fast["busiest_hour"]
+        reasons.append(
+            f"the hour from {clock(hour['minute'])} adds {hour['pods']} pods, {hour['pods_per_s']:g} a real second at "
+            f"{speed} s per simulated hour, more than the {hour['rate_per_s']:g} the rig places: they queue, and "
+            "their waits are the rig's"
+        )
     return (
-        f"Too fast for this day: {fast['group']}'s pods added at {clock(fast['minute'])} live "
-        f"{fast['life_minutes']:g} simulated minutes, {fast['life_real_s']:g} real s at {run['seconds_per_hour']} s "
-        f"per simulated hour, under the {fast['floor_s']:g} s the rig can take from a node's launch to its pods "
-        f"running: pods that never ran may be the compression's, not the stack's "
-        f"(secondsPerHour {fast['seconds_per_hour_needed']} or more gives them that)."
+        f"Too fast for this day: {'; '.join(reasons)} (secondsPerHour {fast['seconds_per_hour_needed']} or more "
+        "clears this)."
     )
 
 

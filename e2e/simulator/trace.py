@@ -362,26 +362,47 @@ class Demand:
     def real_seconds(self, minutes: float) -> float:
         return minutes * self.seconds_per_hour / 60
 
+    def _additions(self) -> list[tuple[float, str, int, int]]:
+        """Every time pods are added after 00:00: (minute, group, pods before, pods after) for Deployments' rises
+        and (minute, batch, 0, count) for batches that arrive during the day."""
+        found: list[tuple[float, str, int, int]] = []
+        last: dict[str, int] = {}
+        for change in self.changes:
+            before = last.get(change.group.name, 0)
+            last[change.group.name] = change.replicas
+            if change.minute > 0 and change.replicas > before:
+                found.append((change.minute, change.group.name, before, change.replicas))
+        found += [(b.minute, b.name, 0, b.count) for b in self.batches if not b.running_at_start]
+        return sorted(found)
+
     def shortest_life(self) -> tuple[str, float, float] | None:
         """The Deployment pods the day keeps for the shortest time: (group, the minute they are added, the
         simulated minutes until a scale-down removes them). A Deployment's pod is deleted on scale-down whether it
         ran or not (a Job's pod runs its duration from its own start), so a life shorter than the rig takes to
         launch a node and bind pods removes pods that never ran: the compression's doing, not the stack's. The
         00:00 state runs before the clock starts and is left out."""
-        found: list[tuple[float, float, str]] = []
-        for group in {change.group.name: change.group for change in self.changes}.values():
-            steps = [change for change in self.changes if change.group.name == group.name]
-            for index, change in enumerate(steps):
-                before = steps[index - 1].replicas if index else 0
-                if change.minute == 0 or change.replicas <= before:
-                    continue
-                ended = next((later.minute for later in steps[index + 1 :] if later.replicas < change.replicas), None)
-                if ended is not None:
-                    found.append((ended - change.minute, change.minute, group.name))
+        found = []
+        for minute, name, _, replicas in self._additions():
+            falls = [
+                c.minute for c in self.changes if c.group.name == name and c.minute > minute and c.replicas < replicas
+            ]
+            if falls:
+                found.append((min(falls) - minute, minute, name))
         if not found:
             return None
         life, minute, name = min(found)
         return name, minute, life
+
+    def busiest_hour(self) -> tuple[float, int] | None:
+        """The simulated hour (from an addition's minute) in which the most pods are added, and how many: the rig
+        places pods at a bounded rate, so more of them in less real time queue behind each other."""
+        additions = [(minute, after - before) for minute, _, before, after in self._additions()]
+        busiest = max(
+            ((start, sum(n for minute, n in additions if start <= minute < start + 60)) for start, _ in additions),
+            key=lambda hour: (hour[1], -hour[0]),
+            default=None,
+        )
+        return busiest
 
 
 def batches(trace: Trace) -> list[Batch]:

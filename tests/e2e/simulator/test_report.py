@@ -332,22 +332,23 @@ def test_no_fit_when_fewer_than_two_speeds_served_the_whole_day():
     assert "n/a" in speed_table(summary(runs))
 
 
-def test_a_run_too_fast_for_its_day_says_so_and_the_speed_that_is_not():
+def test_a_run_too_fast_for_its_day_says_why_and_the_speed_that_is_not():
     fast = {
-        "group": "chat",
-        "minute": 180,
-        "life_minutes": 90,
-        "life_real_s": 30.0,
-        "floor_s": 45.0,
-        "seconds_per_hour_needed": 30,
+        "shortest_life": {"group": "chat", "minute": 180, "life_minutes": 90, "life_real_s": 30.0, "floor_s": 45.0},
+        "busiest_hour": {"minute": 30, "pods": 13, "pods_per_s": 0.65, "rate_per_s": 0.4},
+        "seconds_per_hour_needed": 33,
     }
     expected = (
         "Too fast for this day: chat's pods added at 03:00 live 90 simulated minutes, 30 real s at 20 s per "
         "simulated hour, under the 45 s the rig can take from a node's launch to its pods running: pods that never "
-        "ran may be the compression's, not the stack's (secondsPerHour 30 or more gives them that)."
+        "ran may be the compression's, not the stack's; the hour from 00:30 adds 13 pods, 0.65 a real second at 20 s "
+        "per simulated hour, more than the 0.4 the rig places: they queue, and their waits are the rig's "
+        "(secondsPerHour 33 or more clears this)."
     )
     assert expected in markdown(_document([_run(too_fast=fast)]))
     assert expected in terminal(_document([_run(too_fast=fast)]))
+    only_hour = {"busiest_hour": fast["busiest_hour"], "seconds_per_hour_needed": 33}
+    assert "Too fast for this day: the hour from 00:30" in markdown(_document([_run(too_fast=only_hour)]))
     assert "Too fast" not in markdown(_document([_run()]))
 
 

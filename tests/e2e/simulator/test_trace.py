@@ -468,3 +468,11 @@ def test_the_shortest_lived_deployment_pods_are_those_added_last_before_a_fall()
     rising = {**chat, "replicas": {"00:00": 2, "01:00": 12}}
     assert _trace(deployments=[rising]).demand().shortest_life() is None
     assert _trace(deployments=[{**chat, "replicas": {"00:00": 20, "01:00": 4}}]).demand().shortest_life() is None
+
+
+def test_the_busiest_hour_counts_rises_and_arrivals_from_each_addition():
+    """Ten replicas added at 01:00 and a batch of two at 00:30: the hour from 00:30 holds both (12 pods); the
+    00:00 state is not an addition."""
+    chat = {**{k: v for k, v in CHAT.items() if k != "diurnal"}, "replicas": {"00:00": 2, "01:00": 12}}
+    assert _trace(deployments=[chat], jobs=[BATCH]).demand().busiest_hour() == (30, 12)
+    assert _trace(deployments=[{**chat, "replicas": {"00:00": 2}}]).demand().busiest_hour() is None
