@@ -41,6 +41,10 @@ WIDE_TEAM = "ml-research"
 EXAMPLES_TIMEOUT_S = 360
 # Two rule evaluations and a scrape past the series going away, with room for a loaded rig.
 ALERTS_RESOLVE_S = 90
+# What the rig names HAMi's scheduler's log (e2e/cluster/rig.py), and how client-go words a wait on its limiter
+# (k8s.io/client-go rest/request.go: "Waited before sending request ... client-side throttling").
+HAMI_SCHEDULER_LOG = "hami-scheduler.log"
+THROTTLED = "client-side throttling"
 
 
 def seed_scale_up(ctx: Context) -> Result:
@@ -245,10 +249,17 @@ def _on_tenant(ctx: Context, workload: dict[str, Any]) -> dict[str, Any]:
     return workload
 
 
+def _hami_throttled(ctx: Context) -> int:
+    """How often HAMi's scheduler has waited on its client's rate limiter so far (client-go logs each wait)."""
+    with (ctx.log_dir / HAMI_SCHEDULER_LOG).open(errors="replace") as log:
+        return sum(THROTTLED in line for line in log)
+
+
 def examples_run(ctx: Context, examples: list[Path]) -> Result:
     """Every workload under examples/ at once on the running dev stack (its teams' copies): admitted by the team
-    policies, within the quotas, every pod Running (a Job: all its completions) on nodes Karpenter launched; then all
-    consolidated away."""
+    policies, within the quotas, every pod Running (a Job: all its completions) on nodes Karpenter launched, HAMi's
+    scheduler never waiting on its own client's rate limit (the busiest burst of the run, beside the scenarios
+    running with it); then all consolidated away."""
     workloads = {
         (w["metadata"]["namespace"], w["metadata"]["name"]): w
         for p in examples
@@ -286,6 +297,12 @@ def examples_run(ctx: Context, examples: list[Path]) -> Result:
     elsewhere = {p["spec"].get("schedulerName") for p in running_now() if not _asks(p, ctx.hami.resource_names)}
     if elsewhere - {DEFAULT_SCHEDULER}:
         raise ScenarioFailure(f"pods asking no HAMi resource went to {elsewhere}")
+    throttled = _hami_throttled(ctx)
+    if throttled:
+        raise ScenarioFailure(
+            f"HAMi's scheduler waited on its own client's rate limit {throttled} times (its log's 'client-side "
+            "throttling'): the stack's --kube-qps/--kube-burst are not in force"
+        )
     ctx.kubectl.delete(list(workloads.values()))
     consolidated = all_consolidated(ctx, 300)
     return Result(
@@ -293,7 +310,8 @@ def examples_run(ctx: Context, examples: list[Path]) -> Result:
         True,
         f"{len(workloads)} example workloads ({pods} pods) ran in {seconds:.0f} s on {by_type} "
         f"(${usd_per_hour(ctx, by_type)}/h), the {len(vgpu_pods)} running vGPU pods placed by HAMi, the others by "
-        f"the default scheduler; consolidated {consolidated:.0f} s after deletion",
+        f"the default scheduler, HAMi never throttled by its own client; consolidated {consolidated:.0f} s after "
+        "deletion",
         {
             "pods": pods,
             "hami_pods_running": len(vgpu_pods),

@@ -25,6 +25,14 @@ HAMI_CHART_IMAGES: images.ImageMaps = images.chart_image_maps(
 )
 # NVIDIA device plugin chart: one image for every DaemonSet it renders, tagged v<appVersion> unless set.
 NVIDIA_PLUGIN_CHART_IMAGES: images.ImageMaps = images.chart_image_maps(names.NVIDIA_PLUGIN_CHART)
+# HAMi's scheduler talks to the API server through client-go's default limiter, 5 requests a second in bursts of 10
+# (`--kube-qps`/`--kube-burst`, cmd/scheduler/main.go and pkg/util/client/options.go, 2.8.3 to 2.10.0). Placing one
+# pod takes several requests (its device annotations, the node lock, the binding, events) and the scheduler rewrites
+# every HAMi node's handshake annotation every 15 s, so a few dozen GPU nodes and a burst of pods make it wait on its
+# own limiter: the offline cluster's production-shaped day placed 0.4 pods a second, its log full of "client-side
+# throttling". kube-scheduler's own client rate instead (KubeSchedulerConfiguration clientConnection: 50 and 100).
+# The list replaces the chart's, so its own arguments (charts/hami values.yaml scheduler.extender.extraArgs) stay.
+HAMI_EXTENDER_ARGS = ("--debug", "-v=4", "--kube-qps=50", "--kube-burst=100")
 GPU_TOLERATION = {"key": names.GPU_TAINT["key"], "operator": "Exists", "effect": names.GPU_TAINT["effect"]}
 HAMI_NODE_SELECTOR = {names.HAMI_NODE_LABEL[0]: names.HAMI_NODE_LABEL[1]}
 MOCK_LABELS = {"app.kubernetes.io/name": names.MOCK_NAME, "app.kubernetes.io/part-of": "gpushare"}
@@ -92,6 +100,7 @@ def hami_values(config: StackConfig) -> dict[str, Any]:
                     "tag": scheduler_image_tag(config),
                 }
             },
+            "extender": {"extraArgs": list(HAMI_EXTENDER_ARGS)},
             "patch": {"image": dict(CERTGEN_IMAGE), "imageNew": dict(CERTGEN_IMAGE)},
             # The chart defaults to NodePort, opening the extender and its metrics on every node.
             "service": {"type": "ClusterIP"},

@@ -114,6 +114,7 @@ def test_the_scheduler_runs_as_the_release_renders_it(_plans: None, stack: str) 
     policy = values["scheduler"]["defaultSchedulerPolicy"]
     assert f"--node-scheduler-policy={policy['nodeSchedulerPolicy']}" in args
     assert f"--gpu-scheduler-policy={policy['gpuSchedulerPolicy']}" in args
+    assert {"--kube-qps=50", "--kube-burst=100", "--debug"} <= set(args)  # the stack's client rate, the chart's own
     [extender] = release.scheduler_configuration()["extenders"]
     assert (extender["urlPrefix"], extender["nodeCacheCapable"], extender["filterVerb"], extender["bindVerb"]) == (
         "https://127.0.0.1:443",

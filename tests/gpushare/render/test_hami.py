@@ -178,3 +178,12 @@ def test_time_sliced_pool_nodes_get_their_config(dev: StackConfig) -> None:
 
 def test_values_do_not_pretend_to_remove_the_chart_affinity(dev: StackConfig) -> None:
     assert nvidia_device_plugin_values(dev).get("affinity") != {}
+
+
+def test_hamis_scheduler_gets_kube_schedulers_client_rate_and_keeps_the_charts_own_arguments():
+    """client-go's default 5 requests a second throttles HAMi's placements at a few dozen nodes; Helm replaces the
+    chart's extraArgs list, so its --debug and -v=4 are written again."""
+    args = hami.hami_values(load_stack_config(raw_stack("dev"), today=PLAN_DATE))["scheduler"]["extender"]["extraArgs"]
+    flags = dict(arg.split("=", 1) for arg in args if arg.startswith("--kube-"))
+    assert float(flags["--kube-qps"]) >= 50 and int(flags["--kube-burst"]) >= 2 * float(flags["--kube-qps"])
+    assert {"--debug", "-v=4"} <= set(args)
