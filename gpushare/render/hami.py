@@ -29,9 +29,10 @@ NVIDIA_PLUGIN_CHART_IMAGES: images.ImageMaps = images.chart_image_maps(names.NVI
 # (`--kube-qps`/`--kube-burst`, cmd/scheduler/main.go and pkg/util/client/options.go, 2.8.3 to 2.10.0). Placing one
 # pod takes several requests (its device annotations, the node lock, the binding, events) and the scheduler rewrites
 # every HAMi node's handshake annotation every 15 s, so a few dozen GPU nodes and a burst of pods make it wait on its
-# own limiter: the offline cluster's production-shaped day placed 0.4 pods a second, its log full of "client-side
-# throttling". kube-scheduler's own client rate instead (KubeSchedulerConfiguration clientConnection: 50 and 100).
-# The list replaces the chart's, so its own arguments (charts/hami values.yaml scheduler.extender.extraArgs) stay.
+# own limiter: the offline cluster's production-shaped day placed 0.4 pods a second, and its log showed
+# "client-side throttling" waits of 1.4-1.6 s before single requests. kube-scheduler's own client rate instead
+# (KubeSchedulerConfiguration clientConnection: 50 and 100). The list replaces the chart's, so its own arguments
+# (charts/hami values.yaml scheduler.extender.extraArgs) stay.
 HAMI_EXTENDER_ARGS = ("--debug", "-v=4", "--kube-qps=50", "--kube-burst=100")
 GPU_TOLERATION = {"key": names.GPU_TAINT["key"], "operator": "Exists", "effect": names.GPU_TAINT["effect"]}
 HAMI_NODE_SELECTOR = {names.HAMI_NODE_LABEL[0]: names.HAMI_NODE_LABEL[1]}
