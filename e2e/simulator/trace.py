@@ -397,12 +397,11 @@ class Demand:
         """The simulated hour (from an addition's minute) in which the most pods are added, and how many: the rig
         places pods at a bounded rate, so more of them in less real time queue behind each other."""
         additions = [(minute, after - before) for minute, _, before, after in self._additions()]
-        busiest = max(
+        return max(
             ((start, sum(n for minute, n in additions if start <= minute < start + 60)) for start, _ in additions),
             key=lambda hour: (hour[1], -hour[0]),
             default=None,
         )
-        return busiest
 
 
 def batches(trace: Trace) -> list[Batch]:
