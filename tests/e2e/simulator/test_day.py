@@ -337,7 +337,8 @@ def test_a_hami_pod_runs_only_once_hamis_device_plugin_allocated_it():
 def test_a_day_whose_pods_live_less_real_time_than_the_rig_needs_is_too_fast():
     """short-day's 03:00 pods live 90 simulated minutes: 30 real s at 20 s/h, under the floor; its busiest hour
     (00:30-01:30: three batch pods and ten chat replicas) adds 13 pods in 20 real s, faster than the rig places
-    them. 33 s/h clears both (13 / 0.4 = 32.5); at 30 s/h the lives clear (45 s) and the hour does not."""
+    them. 34 s/h clears both (50 s x 60 / 90 = 33.3, 13 / 0.4 = 32.5); at 33 s/h the hour clears and the lives do
+    not."""
     day = load_trace(ROOT / "examples" / "workloads" / "short-day.yaml").demand()
     assert too_fast(replace(day, seconds_per_hour=20)) == {
         "shortest_life": {
@@ -348,10 +349,10 @@ def test_a_day_whose_pods_live_less_real_time_than_the_rig_needs_is_too_fast():
             "floor_s": PLACEMENT_FLOOR_S,
         },
         "busiest_hour": {"minute": 30, "pods": 13, "pods_per_s": 0.65, "rate_per_s": PLACEMENT_RATE_PER_S},
-        "seconds_per_hour_needed": 33,
+        "seconds_per_hour_needed": 34,
     }
-    assert set(too_fast(replace(day, seconds_per_hour=30))) == {"busiest_hour", "seconds_per_hour_needed"}
-    assert too_fast(replace(day, seconds_per_hour=33)) is None
+    assert set(too_fast(replace(day, seconds_per_hour=33))) == {"shortest_life", "seconds_per_hour_needed"}
+    assert too_fast(replace(day, seconds_per_hour=34)) is None
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "examples" / "workloads").glob("*-day.yaml")), ids=lambda p: p.name)
