@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -405,20 +406,32 @@ class Demand:
 
 
 def batches(trace: Trace) -> list[Batch]:
-    """Every arrival of every job group, in time order."""
-    found = [
-        Batch(
-            group,
-            f"{group.name}-{minute // 60:02d}{minute % 60:02d}",
-            minute,
-            arrival.count,
-            arrival.duration_minutes,
-            group.gang,
+    """Every arrival of every job group, in time order, each named by its group and time of day (a Job's name):
+    arrivals of one group at the same minute (a repeat and a burst) get -2, -3... in the order the file lists them."""
+    arrivals = sorted(
+        (
+            (minute, order, group, arrival)
+            for group in trace.jobs
+            for order, arrival in enumerate(group.arrivals)
+            for minute in arrival.minutes()
+        ),
+        key=lambda found: (found[0], found[2].name, found[1]),
+    )
+    named: Counter[str] = Counter()
+    found = []
+    for minute, _, group, arrival in arrivals:
+        name = f"{group.name}-{minute // 60:02d}{minute % 60:02d}"
+        named[name] += 1
+        found.append(
+            Batch(
+                group,
+                name if named[name] == 1 else f"{name}-{named[name]}",
+                minute,
+                arrival.count,
+                arrival.duration_minutes,
+                group.gang,
+            )
         )
-        for group in trace.jobs
-        for arrival in group.arrivals
-        for minute in arrival.minutes()
-    ]
     return sorted(found, key=lambda batch: (batch.minute, batch.name))
 
 

@@ -476,3 +476,27 @@ def test_the_busiest_hour_counts_rises_and_arrivals_from_each_addition():
     chat = {**{k: v for k, v in CHAT.items() if k != "diurnal"}, "replicas": {"00:00": 2, "01:00": 12}}
     assert _trace(deployments=[chat], jobs=[BATCH]).demand().busiest_hour() == (30, 12)
     assert _trace(deployments=[{**chat, "replicas": {"00:00": 2}}]).demand().busiest_hour() is None
+
+
+def test_arrivals_of_one_group_at_the_same_minute_are_jobs_of_their_own_names():
+    """notebook-day's half-hourly notebook and its 09:30 burst arrive at the same minute: two Jobs, two names."""
+    notebook = {
+        **BATCH,
+        "arrivals": [
+            {"at": "09:00", "count": 1, "durationMinutes": 60, "everyMinutes": 30, "until": "10:00"},
+            {"at": "09:30", "count": 2, "durationMinutes": 90},
+        ],
+    }
+    found = batches(_trace(deployments=[], jobs=[notebook]))
+    assert [(b.name, b.count) for b in found] == [
+        ("embed-0900", 1),
+        ("embed-0930", 1),
+        ("embed-0930-2", 2),
+        ("embed-1000", 1),
+    ]
+
+
+@pytest.mark.parametrize("path", TRACES, ids=lambda p: p.name)
+def test_every_shipped_days_jobs_have_names_of_their_own(path):
+    names = [batch.name for batch in batches(load_trace(path))]
+    assert len(names) == len(set(names))
