@@ -16,6 +16,7 @@ from e2e.cluster.workloads import (
     bound,
     events,
     gpu_deployment,
+    initialized,
     nodeclaims,
     nodes_by_type,
     rig_pool,
@@ -312,6 +313,19 @@ def karpenter_hami_disagree(ctx: Context) -> Result:
         # One at a time up to what the node's GPUs hold (a burst only adds node-lock retries), then the rest.
         fits = ctx.catalog.instance_type(MULTI_GPU_TYPE).gpu_count * (gpu_mib // FRAGMENT_MIB)
         placed_one_by_one(ctx, fragmented, fits)
+        # HAMi may place pods before Karpenter counts the node initialized, and until then Karpenter sizes it by its
+        # launch capacity, without the overlay's vGPUs (README "Warm GPU headroom"), and launches another for the
+        # rest: the disagreement shows once Karpenter sees the node as it registered.
+        wait(
+            ctx,
+            f"the {MULTI_GPU_TYPE} node initialized",
+            lambda: all(
+                initialized(claim)
+                for claim in nodeclaims(ctx)
+                if claim["metadata"]["labels"].get(names.NODEPOOL_LABEL) == multi_name
+            ),
+            on="karpenter",
+        )
         fragmented["spec"]["replicas"] = FRAGMENT_PODS
         ctx.kubectl.apply([fragmented])
         seen = _watch_disagreement(ctx, team, {"fragmented": multi_name}, launches=False)["fragmented"]
