@@ -32,6 +32,9 @@ SHIPPED_STACKS = ("dev", "prod")
 # sigs.k8s.io/karpenter v1.15 pkg/controllers/disruption, and a margin. Holding an empty node this long without
 # Karpenter taking it shows it will not.
 CONSOLIDATION_BOUND_S = duration_seconds(RIG_CONSOLIDATE_AFTER) + 10 + 15 + 5
+# Karpenter's default disruption budget (10% of a pool's nodes, rounded up) lets one empty node of a pool of fewer
+# than ten go per round: its poll, its validation and the node's termination, up to about 45 s on a loaded rig.
+CONSOLIDATION_ROUND_S = 45
 
 
 class ScenarioFailure(Exception):
@@ -125,10 +128,11 @@ def all_consolidated(ctx: Context, timeout_s: float = 240) -> float:
     return wait(ctx, "every NodeClaim consolidated away", lambda: not nodeclaims(ctx), timeout_s)
 
 
-def remove_and_wait_empty(ctx: Context, deployment: dict[str, Any]) -> float:
-    """Delete the workload; seconds until Karpenter has consolidated every GPU node away."""
+def remove_and_wait_empty(ctx: Context, deployment: dict[str, Any], nodes: int = 1) -> float:
+    """Delete the workload; seconds until Karpenter has consolidated every GPU node away (`nodes` of them: under
+    Karpenter's default budget a pool of fewer than ten gives back one per round)."""
     ctx.kubectl.delete([deployment])
-    return all_consolidated(ctx)
+    return all_consolidated(ctx, max(240, CONSOLIDATION_ROUND_S * nodes))
 
 
 def admits(ctx: Context, pod: dict[str, Any]) -> bool:

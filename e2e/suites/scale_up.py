@@ -126,7 +126,7 @@ def seed_scale_up(ctx: Context) -> Result:
         "alerts_active_then_resolved": resolved,
         "hami_placement": placement,
     }
-    consolidated = remove_and_wait_empty(ctx, deployment)
+    consolidated = remove_and_wait_empty(ctx, deployment, sum(by_type.values()))
     figures["seconds_to_consolidated"] = round(consolidated, 1)
     return Result(
         "seed-scale-up",
@@ -167,7 +167,7 @@ def several_nodes(ctx: Context, replicas: int) -> Result:
         "gpucores_registered": vgpu_cores,
         "gpucores_requested": 25 * replicas,
     }
-    consolidated = remove_and_wait_empty(ctx, deployment)
+    consolidated = remove_and_wait_empty(ctx, deployment, sum(by_type.values()))
     figures["seconds_to_consolidated"] = round(consolidated, 1)
     return Result(
         "several-nodes",
