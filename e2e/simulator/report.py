@@ -263,7 +263,7 @@ def speed_check(runs: list[dict[str, Any]]) -> dict[str, Any] | None:
             "nodeclaims_launched": statistics.median(run["nodeclaims"]["launched"] for run in at),
             "pods_disrupted": statistics.median(_disrupted(run) for run in at),
             "pods_served": statistics.median(_served(run) for run in at),
-            "runs_fitted": sum(run in fitted for run in at),
+            "runs_fitted": sum(_served(run) == most_served for run in at),
         }
     check: dict[str, Any] = {
         "full_scale_usd": None,

@@ -363,9 +363,8 @@ class Demand:
     def real_seconds(self, minutes: float) -> float:
         return minutes * self.seconds_per_hour / 60
 
-    def _additions(self) -> list[tuple[float, str, int, int]]:
-        """Every time pods are added after 00:00: (minute, group, pods before, pods after) for Deployments' rises
-        and (minute, batch, 0, count) for batches that arrive during the day."""
+    def _rises(self) -> list[tuple[float, str, int, int]]:
+        """Every rise of a Deployment group's count after 00:00: (minute, group, pods before, pods after)."""
         found: list[tuple[float, str, int, int]] = []
         last: dict[str, int] = {}
         for change in self.changes:
@@ -373,8 +372,7 @@ class Demand:
             last[change.group.name] = change.replicas
             if change.minute > 0 and change.replicas > before:
                 found.append((change.minute, change.group.name, before, change.replicas))
-        found += [(b.minute, b.name, 0, b.count) for b in self.batches if not b.running_at_start]
-        return sorted(found)
+        return found
 
     def shortest_life(self) -> tuple[str, float, float] | None:
         """The Deployment pods the day keeps for the shortest time: (group, the minute they are added, the
@@ -383,7 +381,7 @@ class Demand:
         launch a node and bind pods removes pods that never ran: the compression's doing, not the stack's. The
         00:00 state runs before the clock starts and is left out."""
         found = []
-        for minute, name, _, replicas in self._additions():
+        for minute, name, _, replicas in self._rises():
             falls = [
                 c.minute for c in self.changes if c.group.name == name and c.minute > minute and c.replicas < replicas
             ]
@@ -396,8 +394,10 @@ class Demand:
 
     def busiest_hour(self) -> tuple[float, int] | None:
         """The simulated hour (from an addition's minute) in which the most pods are added, and how many: the rig
-        places pods at a bounded rate, so more of them in less real time queue behind each other."""
-        additions = [(minute, after - before) for minute, _, before, after in self._additions()]
+        places pods at a bounded rate, so more of them in less real time queue behind each other. Deployments'
+        rises and the batches that arrive during the day both add pods."""
+        additions = [(minute, after - before) for minute, _, before, after in self._rises()]
+        additions += [(batch.minute, batch.count) for batch in self.batches if not batch.running_at_start]
         return max(
             ((start, sum(n for minute, n in additions if start <= minute < start + 60)) for start, _ in additions),
             key=lambda hour: (hour[1], -hour[0]),

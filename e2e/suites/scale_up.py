@@ -50,6 +50,7 @@ THROTTLED_WAIT = re.compile(r'(?:delay="|Waited for )([0-9.]+)(ms|s|µs)\b.*clie
 # client-go's own line between a short wait on the limiter and a long one (extraLongThrottleLatency): bursts wait a
 # few hundred milliseconds even at kube-scheduler's rate; at client-go's default 5 a second HAMi waited 1.4-1.6 s.
 LONG_THROTTLE_S = 1.0
+SECONDS_PER_UNIT = {"s": 1.0, "ms": 1e-3, "µs": 1e-6}
 
 
 def seed_scale_up(ctx: Context) -> Result:
@@ -261,7 +262,7 @@ def hami_throttled(log: Path) -> tuple[int, float]:
         for line in lines:
             found = THROTTLED_WAIT.search(line)
             if found:
-                waits.append(float(found[1]) / {"ms": 1e3, "s": 1.0, "µs": 1e6}[found[2]])
+                waits.append(float(found[1]) * SECONDS_PER_UNIT[found[2]])
     return len(waits), max(waits, default=0.0)
 
 
