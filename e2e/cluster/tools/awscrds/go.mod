@@ -2,10 +2,10 @@
 // rules, EC2NodeClass) for the offline cluster (make e2e).
 module gpushare.local/e2e/tools/awscrds
 
-go 1.26.10
+go 1.26.11
 
 require (
-	github.com/aws/karpenter-provider-aws v1.15.1
+	github.com/aws/karpenter-provider-aws v1.15.2
 	sigs.k8s.io/yaml v1.6.0
 )
 
