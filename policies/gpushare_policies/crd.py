@@ -3,8 +3,8 @@ node-overlay-crd-valid and ec2nodeclass-crd-valid rules check NodePools, NodeOve
 against the OpenAPI schema and x-kubernetes-validations (CEL) rules, catching at preview what the API server
 would refuse.
 
-Sources (read, not vendored) are the files the karpenter-crd chart 1.15.1 installs, from
-github.com/aws/karpenter-provider-aws v1.15.1 pkg/apis/crds/:
+Sources (read, not vendored) are the files the karpenter-crd chart 1.15.2 installs, from
+github.com/aws/karpenter-provider-aws v1.15.2 pkg/apis/crds/ (the same bytes as v1.15.1's):
 - karpenter.sh_nodepools.yaml (v1) and karpenter.sh_nodeoverlays.yaml (v1alpha1): sigs.k8s.io/karpenter
   v1.15's CRDs plus the AWS provider's `label domain "karpenter.k8s.aws" is restricted` rules;
 - karpenter.k8s.aws_ec2nodeclasses.yaml (v1).

@@ -26,8 +26,8 @@ from e2e.cluster.stack import (
     rig_nodepool_name,
     write_plan,
 )
-from e2e.suites.report import UPSTREAM_MODULES, versions
-from gpushare import names
+from e2e.suites.report import UPSTREAM_MODULES, karpenter_deviation, versions
+from gpushare import names, pins
 from gpushare.capacity import pool_plans
 from gpushare.catalog import load_catalog
 from gpushare.config import StackConfig
@@ -265,6 +265,17 @@ def test_every_binary_is_built_from_a_pinned_module() -> None:
         assert (TOOLS / binary.module / "go.sum").exists()
     assert set(versions()) == set(UPSTREAM_MODULES)
     assert len(pin_hash()) == 16
+
+
+def test_rig_applies_the_crds_of_the_provider_release_the_stack_pins() -> None:
+    assert versions()["github.com/aws/karpenter-provider-aws"] == "v" + pins.chart_version("karpenter")
+
+
+def test_report_names_the_core_the_rig_runs_and_the_provider_the_stack_pins() -> None:
+    line = karpenter_deviation({"sigs.k8s.io/karpenter": "v1.0.0", "github.com/aws/karpenter-provider-aws": "v1.0.2"})
+    assert "core runs at v1.0.0" in line
+    assert "karpenter-provider-aws v1.0.2" in line
+    assert f"chart {pins.chart_version('karpenter')}" in line
 
 
 @pytest.mark.parametrize(("value", "text"), [(True, "true"), (False, "false"), ("true", "true")])

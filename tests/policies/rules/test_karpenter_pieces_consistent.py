@@ -26,8 +26,8 @@ CASES = {
     ),
     "karpenter version with a v": (
         "karpenter-pieces-consistent",
-        lambda r: set_at(release(r, "karpenter"), ["version"], "v1.15.1"),
-        ['Release karpenter: version is "v1.15.1"', "without a leading v"],
+        lambda r: set_at(release(r, "karpenter"), ["version"], "v" + pins.chart_version("karpenter")),
+        [f'Release karpenter: version is "v{pins.chart_version("karpenter")}"', "without a leading v"],
     ),
     "node class that does not exist": (
         "karpenter-pieces-consistent",
@@ -54,5 +54,7 @@ def test_one_broken_field_is_caught(plans, case):
 
 def test_a_v_prefix_is_blamed_on_its_release_only(plans):
     """The CRD release at the same number is not at fault: one finding, on the release with the v."""
-    resources = broken(plans["dev"], lambda r: set_at(release(r, "karpenter"), ["version"], "v1.15.1"))
+    resources = broken(
+        plans["dev"], lambda r: set_at(release(r, "karpenter"), ["version"], "v" + pins.chart_version("karpenter"))
+    )
     assert [m.split(":")[0] for m in messages(resources, "karpenter-pieces-consistent")] == ["Release karpenter"]

@@ -7,6 +7,8 @@ go 1.26.9
 require (
 	github.com/awslabs/operatorpkg v0.0.0-20261002163259-5e8ed3699dea
 	k8s.io/apiextensions-apiserver v0.36.0
+	// Held at v1.15.0 although the stack's chart (karpenter-provider-aws v1.15.2) builds on v1.15.1: the Go module
+	// proxy refuses v1.15.1's zip (403 "not available"); v1.15.0 is the newest it serves. The e2e report says so.
 	sigs.k8s.io/karpenter v1.15.0
 	sigs.k8s.io/yaml v1.6.0
 )
