@@ -182,7 +182,7 @@ class ChartImage:
 # - nvidia-device-plugin 0.20 deployments/helm/nvidia-device-plugin/values.yaml image (tag v<appVersion>).
 # - kube-prometheus-stack 88.5.3 values.yaml and its subcharts grafana 12.11.1, kube-state-metrics 8.4.0,
 #   prometheus-node-exporter 4.56.1 (tags from their appVersions); its webhook jobs run a fork (see IMAGE_HOMES).
-# - dcgm-exporter 4.8.3 deployment/values.yaml image (the chart's own tag); hami-webui 1.2.0 charts/hami-webui/
+# - dcgm-exporter 4.8.4 deployment/values.yaml image (the chart's own tag); hami-webui 1.2.0 charts/hami-webui/
 #   values.yaml image.frontend and image.backend (tag `main`, floating).
 CHART_IMAGES: Final[Mapping[str, Mapping[str, ChartImage]]] = {
     names.HAMI_CHART: {

@@ -9,9 +9,9 @@ Value keys are those of the pinned charts, read at their tags:
   receivers}, {kubeScheduler, kubeControllerManager, kubeEtcd, kubeProxy}.enabled, prometheusOperator.nodeSelector,
   grafana.sidecar.dashboards.{enabled, label, labelValue, searchNamespace}; its kube-state-metrics 8.4.0
   subchart: nodeSelector, metricLabelsAllowlist.
-- dcgm-exporter 4.8.3, NVIDIA/dcgm-exporter deployment/values.yaml at tag 4.5.3-4.8.2 (the 4.6.0-4.8.3 release
-  notes change none of these): image.tag, tolerations, affinity, extraEnv, serviceMonitor.enabled (its
-  ServiceMonitor scrapes port `metrics`).
+- dcgm-exporter 4.8.4, NVIDIA/dcgm-exporter deployment/values.yaml at tag 4.5.3-4.8.2 (the 4.6.0-4.8.3 and
+  4.6.1-4.8.4 release notes change none of these): image.tag, tolerations, affinity, extraEnv,
+  serviceMonitor.enabled (its ServiceMonitor scrapes port `metrics`).
 - hami-webui 1.2.0, Project-HAMi/HAMi-WebUI charts/hami-webui/values.yaml at tag hami-webui-1.2.0 (values and
   templates unchanged since 1.1.0): image.{frontend,backend}.tag (default floating `main`), service.type,
   nodeSelector, serviceMonitor.enabled, hamiServiceMonitor.enabled, dcgm-exporter.enabled,
