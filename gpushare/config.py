@@ -10,7 +10,7 @@ import ipaddress
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from gpushare import compat, images, karpenter_api, names, pins, versions
 from gpushare.eks import EKS_STORAGE_CLASSES
@@ -33,11 +33,6 @@ def _upstream_registry(value: str) -> str:
 
 
 def _mirror_prefix(value: str) -> str:
-    if not re.fullmatch(images.MIRROR_PATTERN, value):
-        raise ValueError(
-            f"{value!r} is not a registry host[/path] in lower case, without scheme or trailing slash; allowed: "
-            "e.g. 123456789012.dkr.ecr.us-west-2.amazonaws.com/docker-hub"
-        )
     problem = images.mirror_problem(value)
     if problem is not None:
         raise ValueError(problem)
@@ -46,6 +41,23 @@ def _mirror_prefix(value: str) -> str:
 
 UpstreamRegistry = Annotated[str, AfterValidator(_upstream_registry)]
 MirrorPrefix = Annotated[str, AfterValidator(_mirror_prefix)]
+# The validation context key under which the loader passes the stack's trustedRegistries to the image checks of
+# other sections (each judged against those entries that are valid themselves, so a bad entry is reported once).
+TRUSTED_REGISTRIES_CONTEXT = "trustedRegistries"
+
+
+def trusted_registries_context(entries: Any) -> dict[str, tuple[str, ...]]:
+    """The valid entries of a raw trustedRegistries value, as a validation context."""
+    valid = tuple(
+        entry
+        for entry in (entries if isinstance(entries, list | tuple) else ())
+        if isinstance(entry, str) and images.mirror_problem(entry) is None
+    )
+    return {TRUSTED_REGISTRIES_CONTEXT: valid}
+
+
+def _trusted(info: ValidationInfo) -> tuple[str, ...]:
+    return tuple((info.context or {}).get(TRUSTED_REGISTRIES_CONTEXT, ()))
 
 
 def _text_matching(pattern: str, example: str) -> Any:
@@ -477,8 +489,8 @@ class HamiConfig(_Model):
 
     @field_validator("mock_device_plugin_image")
     @classmethod
-    def _known_mock(cls, value: str) -> str:
-        problem = images.provenance_problem(value)
+    def _known_mock(cls, value: str, info: ValidationInfo) -> str:
+        problem = images.provenance_problem(value, _trusted(info))
         if problem is not None:
             raise ValueError(problem)
         tag = compat.mock_image_tag(value)
@@ -1055,6 +1067,14 @@ class StackConfig(_Model):
         description=f"Upstream registry ({', '.join(images.UPSTREAM_REGISTRIES)}) -> mirror prefix every image of that "
         "registry is pulled through, a registry you run (not a namespace on a public registry), e.g. an ECR "
         "pull-through cache <account>.dkr.ecr.<region>.amazonaws.com/docker-hub",
+    )
+    trusted_registries: tuple[MirrorPrefix, ...] = Field(
+        default=(),
+        alias="trustedRegistries",
+        description="Registries you run (host[/path], not a namespace on a public registry nor a host imitating one) "
+        "holding copies of the upstream images at paths of your own, e.g. a private ECR repository "
+        "<account>.dkr.ecr.<region>.amazonaws.com/platform: an image there named like an upstream one (.../hami) "
+        "counts as that image; pass the same list to the pack (image-provenance.trustedRegistries)",
     )
 
     def pool(self, name: str) -> PoolConfig:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cache
 from typing import Any, Final
 
 from gpushare import names
@@ -140,6 +141,8 @@ PUBLIC_REGISTRY: Final = re.compile(
     + "|".join(re.escape(registry) for registry in UPSTREAM_REGISTRIES)
     + r")$"
 )
+# The public registries by name, for telling a registry the stack's owner runs from one that imitates them.
+PUBLIC_HOSTS: Final = tuple(sorted({"docker.io", "ghcr.io", "gcr.io", "registry.gitlab.com", *UPSTREAM_REGISTRIES}))
 # Image tags that move: an image pinned to one of them is not reproducible.
 FLOATING_TAGS: Final = frozenset({"", "latest", "main", "master"})
 # A mirror prefix: registry host (optionally :port), then optional repository path; no scheme, no trailing slash.
@@ -316,23 +319,70 @@ def _reference_path(image: str) -> tuple[str, str]:
     return split_registry(split_reference(image)[0])
 
 
-def home_of(image: str) -> ImageHome | None:
-    """The upstream home `image` is, or mirrors: on a public registry only the home itself; on any other host a
-    repository path ending with a home's path (a mirror's `<prefix>/<upstream path>`). None for anything else."""
+def _edits(a: str, b: str) -> int:
+    """Levenshtein distance: how many characters to change, add or drop to turn `a` into `b`."""
+    previous = list(range(len(b) + 1))
+    for i, char in enumerate(a, 1):
+        current = [i]
+        for j, other in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (char != other)))
+        previous = current
+    return previous[-1]
+
+
+def is_public(host: str) -> bool:
+    """A public registry, under any of its names (`us.gcr.io` is GCR's): a namespace there is whoever's."""
+    host = host.split(":", 1)[0]
+    return bool(PUBLIC_REGISTRY.match(host)) or any(host.endswith(f".{public}") for public in PUBLIC_HOSTS)
+
+
+@cache
+def imitated_registry(host: str) -> str | None:
+    """The public registry a host imitates without being it or one of its own names: one spelled inside it
+    (`docker.io.example.com`, `quay.io-cache.net`) or within two characters of it (`nvrc.io`, `docker.i0`)."""
+    host = host.split(":", 1)[0]
+    if is_public(host):
+        return None
+    return next(
+        (public for public in PUBLIC_HOSTS if public in host or (host != public and _edits(host, public) <= 2)),
+        None,
+    )
+
+
+def _name(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
+
+
+def home_of(image: str, trusted: tuple[str, ...] = ()) -> ImageHome | None:
+    """The upstream home `image` is, mirrors or copies: on a public registry only the home itself; on a host that
+    imitates one, nothing; on any other host a repository path ending with a home's path (a mirror's
+    `<prefix>/<upstream path>`), or, under one of the `trusted` registries the stack's owner runs, any path whose
+    image name is a home's (a copy at a path of their own). None for anything else."""
     registry, path = _reference_path(image)
     exact = next((home for home in IMAGE_HOMES if (home.registry, home.path) == (registry, path)), None)
-    if exact is not None or PUBLIC_REGISTRY.match(registry):
+    if exact is not None or is_public(registry) or imitated_registry(registry):
         return exact
-    return next((home for home in IMAGE_HOMES if path == home.path or path.endswith(f"/{home.path}")), None)
+    mirror = next((home for home in IMAGE_HOMES if path == home.path or path.endswith(f"/{home.path}")), None)
+    if mirror is not None or not any(f"{registry}/{path}".startswith(f"{prefix}/") for prefix in trusted):
+        return mirror
+    return next((home for home in IMAGE_HOMES if _name(home.path) == _name(path)), None)
 
 
-def provenance_problem(image: str) -> str | None:
-    """Why `image` is not its project's own (or a mirror of it), with what is allowed; None when it is."""
-    if home_of(image) is not None:
+def provenance_problem(image: str, trusted: tuple[str, ...] = ()) -> str | None:
+    """Why `image` is not its project's own (or a mirror or trusted copy of it), with what is allowed; None when it
+    is."""
+    if home_of(image, trusted) is not None:
         return None
     registry, path = _reference_path(image)
-    name = path.rsplit("/", 1)[-1]
-    homes = [home.reference for home in IMAGE_HOMES if home.path.rsplit("/", 1)[-1] == name]
+    name = _name(path)
+    homes = [home.reference for home in IMAGE_HOMES if _name(home.path) == name]
+    imitated = imitated_registry(registry)
+    if imitated is not None:
+        return (
+            f"{registry}/{path} is on {registry.split(':', 1)[0]}, a host that imitates the public registry "
+            f"{imitated} without being it; allowed: {', '.join(homes) or 'an image listed in IMAGE_HOMES'}, or that "
+            "image behind a mirror or in a registry you run (gpushare:registryMirrors, gpushare:trustedRegistries)"
+        )
     if not homes:
         return (
             f"{registry}/{path} is no image whose upstream home gpushare knows (gpushare/images.py IMAGE_HOMES); "
@@ -340,12 +390,13 @@ def provenance_problem(image: str) -> str | None:
         )
     what = (
         "a personal namespace, a fork or a third-party copy"
-        if PUBLIC_REGISTRY.match(registry)
-        else "a path that mirrors none of its upstream homes"
+        if is_public(registry)
+        else "a path that mirrors none of its upstream homes, in no registry declared trusted"
     )
     return (
-        f"{registry}/{path} is not where its project publishes it ({what}); allowed: {', '.join(homes)}, or that "
-        "path behind a mirror of its registry (gpushare:registryMirrors)"
+        f"{registry}/{path} is not where its project publishes it ({what}); allowed: {', '.join(homes)}, that "
+        "path behind a mirror of its registry (gpushare:registryMirrors), or a copy named "
+        f"{name} in a registry you run declared in gpushare:trustedRegistries"
     )
 
 
@@ -358,14 +409,26 @@ def pin_problem(tag: str, digest: str) -> str | None:
 
 
 def mirror_problem(prefix: str) -> str | None:
-    """Why a mirror prefix is no mirror the stack's owner runs, or None."""
+    """Why a mirror prefix (or a trusted registry) is no registry the stack's owner runs, or None."""
+    if not re.fullmatch(MIRROR_PATTERN, prefix):
+        return (
+            f"{prefix!r} is not a registry host[/path] in lower case, without scheme or trailing slash; allowed: "
+            "e.g. 123456789012.dkr.ecr.us-west-2.amazonaws.com/docker-hub"
+        )
     host = prefix.split("/", 1)[0]
-    if not PUBLIC_REGISTRY.match(host):
+    imitated = imitated_registry(host)
+    if imitated is not None:
+        return (
+            f"{prefix!r} is on {host.split(':', 1)[0]}, a host that imitates the public registry {imitated} without "
+            "being it; allowed: a registry you run under a name of its own, e.g. "
+            "123456789012.dkr.ecr.us-west-2.amazonaws.com"
+        )
+    if not is_public(host):
         return None
     return (
         f"{prefix!r} is a namespace on the public registry {host}, where anyone publishes under their own name: every "
-        "image of the mirrored registry would come from whoever owns it; allowed: a registry you run, e.g. an ECR "
-        "pull-through cache <account>.dkr.ecr.<region>.amazonaws.com/<prefix>"
+        "image pulled from it would come from whoever owns that namespace; allowed: a registry you run, e.g. an ECR "
+        "pull-through cache or repository <account>.dkr.ecr.<region>.amazonaws.com/<prefix>"
     )
 
 

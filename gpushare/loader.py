@@ -42,6 +42,7 @@ from gpushare.config import (
     StackConfig,
     TeamConfig,
     principal_key,
+    trusted_registries_context,
 )
 from gpushare.errors import ConfigError, ConfigErrors, Problems, all_errors, key_path
 from gpushare.hami import CapacityError, node_capacity
@@ -90,7 +91,7 @@ def load_stack_config(raw: Mapping[str, Any], catalog: Catalog | None = None, *,
             except ConfigError as error:
                 problems.errors.append(error)
     try:
-        config = StackConfig.model_validate(data)
+        config = StackConfig.model_validate(data, context=trusted_registries_context(data.get("trustedRegistries")))
     except ValidationError as error:
         problems.errors.extend(all_errors(error, _config_key).errors)
         partial, sections = _valid_sections(data)
@@ -114,7 +115,8 @@ def _valid_sections(data: dict[str, Any]) -> tuple[StackConfig, frozenset[str]]:
             continue
         try:
             constrained = Annotated[(field.annotation, *field.metadata)] if field.metadata else field.annotation
-            valid[name] = TypeAdapter(constrained).validate_python(data[key])
+            context = trusted_registries_context(data.get("trustedRegistries"))
+            valid[name] = TypeAdapter(constrained).validate_python(data[key], context=context)
         except ValidationError:
             continue
     return StackConfig.model_construct(**valid), frozenset(valid)

@@ -85,6 +85,7 @@ def _both(first: Mutation, second: Mutation) -> Mutation:
     return apply
 
 
+OWN_REGISTRY = "123456789012.dkr.ecr.us-west-2.amazonaws.com/platform"
 BAD_CONFIG = [
     (
         "unknown instance type",
@@ -398,6 +399,28 @@ BAD_CONFIG = [
         "docker.io/projecthami/mock-device-plugin",
     ),
     (
+        "mirror on a host imitating a public registry",
+        _set("gpushare:registryMirrors", {"docker.io": "docker.io.example.com"}),
+        "gpushare:registryMirrors.docker.io: 'docker.io.example.com' is on docker.io.example.com, a host that imitates "
+        "the public registry docker.io without being it",
+    ),
+    (
+        "trusted registry that is a namespace on a public registry",
+        _set("gpushare:trustedRegistries", ["ghcr.io/someone"]),
+        "gpushare:trustedRegistries[0]: 'ghcr.io/someone' is a namespace on the public registry ghcr.io",
+    ),
+    (
+        "trusted registry on a host imitating a public registry",
+        _set("gpushare:trustedRegistries", ["nvrc.io"]),
+        "gpushare:trustedRegistries[0]: 'nvrc.io' is on nvrc.io, a host that imitates the public registry nvcr.io",
+    ),
+    (
+        "mock image copied to a path of the user's own, registry not declared trusted",
+        _set("gpushare:hami.mockDevicePluginImage", f"{OWN_REGISTRY}/gpu/mock-device-plugin:1.0.1"),
+        f"gpushare:hami.mockDevicePluginImage: {OWN_REGISTRY}/gpu/mock-device-plugin is not where its project "
+        "publishes it (a path that mirrors none of its upstream homes, in no registry declared trusted)",
+    ),
+    (
         "mirror with a scheme",
         _set("gpushare:registryMirrors", {"docker.io": "https://mirror.example.com/docker-hub"}),
         "gpushare:registryMirrors.docker.io: 'https://mirror.example.com/docker-hub' is not a registry host[/path]",
@@ -452,6 +475,19 @@ def test_cross_key_problems_of_valid_sections_come_with_schema_problems():
         "gpushare:teams[0].quota.gpus",
         "gpushare:teams[1].pools[1]",
     ]
+
+
+def test_a_copy_in_a_registry_declared_trusted_loads_and_a_bad_entry_is_reported_once():
+    raw = raw_stack("dev")
+    image = f"{OWN_REGISTRY}/gpu/mock-device-plugin:1.0.1"
+    raw.setdefault("gpushare:hami", {})["mockDevicePluginImage"] = image
+    raw["gpushare:trustedRegistries"] = [OWN_REGISTRY, "docker.io/someone"]
+    with pytest.raises(ConfigError) as caught:
+        load_stack_config(raw, today=PLAN_DATE)
+    assert [line.split(": ")[0] for line in str(caught.value).splitlines()] == ["gpushare:trustedRegistries[1]"]
+    raw["gpushare:trustedRegistries"] = [OWN_REGISTRY]
+    config = load_stack_config(raw, today=PLAN_DATE)
+    assert (config.trusted_registries, config.hami.mock_device_plugin_image) == ((OWN_REGISTRY,), image)
 
 
 def test_every_bad_mirror_is_reported_and_good_ones_load():

@@ -213,3 +213,26 @@ def test_a_mirrored_plan_passes_the_policy_pack_as_the_shipped_one_does(plans, t
     assert sorted(v["policy"] for v in plan["violations"]) == sorted(v["policy"] for v in plans["prod"]["violations"])
     kubernetes = {r["urn"]: r["inputs"] for r in plan["resources"] if r["type"].startswith("kubernetes:")}
     assert _upstream_strings(kubernetes) == []
+
+
+@pytest.mark.parametrize(
+    ("host", "imitated"),
+    [
+        ("docker.io.example.com", "docker.io"),
+        ("quay.io-cache.net", "quay.io"),
+        ("nvrc.io", "nvcr.io"),
+        ("docker.i0", "docker.io"),
+        ("registry.k8s.io.example.com:5000", "registry.k8s.io"),
+        ("123456789012.dkr.ecr.us-west-2.amazonaws.com", None),
+        ("harbor.example.com:5000", None),
+        ("docker.io", None),  # the registry itself: public, not an imitation
+        ("us.gcr.io", None),  # one of GCR's own names
+    ],
+)
+def test_a_host_imitating_a_public_registry_is_told_from_one_of_your_own(host, imitated):
+    assert images.imitated_registry(host) == imitated
+
+
+def test_a_registry_under_a_public_registrys_own_domain_is_public():
+    assert images.is_public("us.gcr.io") and images.is_public("registry-1.docker.io")
+    assert not images.is_public("123456789012.dkr.ecr.us-west-2.amazonaws.com")

@@ -13,12 +13,35 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from pydantic import Field, field_validator
+
 from gpushare import images
 
-from ..rule import Finding, Rule, finding
+from ..rule import Finding, Rule, RuleConfig, finding
 from ..stack import HELM_RELEASE, Resource, StackView, chart_name, sorted_by_name
 
-FIX = "run the image from its upstream home, pinned, or through gpushare:registryMirrors"
+FIX = (
+    "run the image from its upstream home, pinned, through gpushare:registryMirrors, or from a registry you run "
+    "declared in image-provenance.trustedRegistries"
+)
+
+
+class ProvenanceConfig(RuleConfig):
+    trusted_registries: tuple[str, ...] = Field(
+        default=(),
+        alias="trustedRegistries",
+        description="Registries you run holding copies of upstream images at paths of your own (the stack's "
+        "gpushare:trustedRegistries): an image there named like an upstream one counts as it. Never a namespace on a "
+        "public registry nor a host imitating one.",
+    )
+
+    @field_validator("trusted_registries")
+    @classmethod
+    def _owned(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        problems = [problem for entry in value if (problem := images.mirror_problem(entry)) is not None]
+        if problems:
+            raise ValueError("; ".join(problems))
+        return value
 
 
 def _containers(props: Any, path: str = "") -> Iterator[tuple[str, Any]]:
@@ -38,31 +61,39 @@ def _containers(props: Any, path: str = "") -> Iterator[tuple[str, Any]]:
 
 
 def _judged(
-    resource: Resource, key: str, shown: str, reference: str, tag: str, digest: str, *, default: bool = False
+    resource: Resource,
+    key: str,
+    shown: str,
+    image: tuple[str, str, str],
+    trusted: tuple[str, ...],
+    *,
+    default: bool = False,
 ) -> Iterator[Finding]:
-    """Findings for one image; `default`: the values leave it, so the chart's own default runs."""
-    for problem in (images.provenance_problem(reference), images.pin_problem(tag, digest)):
+    """Findings for one image (reference, tag, digest); `default`: the values leave it, so the chart's own default
+    runs."""
+    reference, tag, digest = image
+    for problem in (images.provenance_problem(reference, trusted), images.pin_problem(tag, digest)):
         if problem is not None:
             said = f"the chart's default {shown} runs: {problem}" if default else problem
             yield finding(resource, key, None if default else shown, said, FIX)
 
 
-def check_images(view: StackView, _config: None) -> Iterator[Finding]:
+def check_images(view: StackView, config: ProvenanceConfig) -> Iterator[Finding]:
+    trusted = config.trusted_registries
     for release in sorted_by_name(view.of_type(HELM_RELEASE)):
         values = release.get("values")
         for image in images.release_images(chart_name(release), values if isinstance(values, dict) else {}):
             default = release.get("values", *image.path.split(".")) is None
             shown = image.reference + (f":{image.tag}" if image.tag and image.tag != images.CHART_TAG else "")
-            yield from _judged(
-                release, f"values.{image.path}", shown, image.reference, image.tag, image.digest, default=default
-            )
+            found = (image.reference, image.tag, image.digest)
+            yield from _judged(release, f"values.{image.path}", shown, found, trusted, default=default)
     for resource in sorted_by_name(r for r in view.resources if r.type.startswith("kubernetes:")):
         if resource.type == HELM_RELEASE:
             continue
         for key, image in _containers(resource.props):
             if isinstance(image, str):
                 _repository, tag, digest = images.split_reference(image)
-                yield from _judged(resource, key, image, image, tag, digest)
+                yield from _judged(resource, key, image, (image, tag, digest), trusted)
 
 
 RULE = Rule(
@@ -70,14 +101,16 @@ RULE = Rule(
     order=25,
     description="Every image the stack runs (each Helm release's, chart defaults included, and every container of "
     "its own objects) is pinned by a tag other than latest/main or by a digest, and comes from its project's own "
-    "registry and namespace (gpushare/images.py) or a mirror of that registry; no personal namespace, fork or "
-    "third-party copy.",
+    "registry and namespace (gpushare/images.py), a mirror of that registry, or a copy in a registry the stack's owner "
+    "runs and declares trusted; no personal namespace, fork, third-party copy or host imitating a public registry.",
     why="A floating tag changes what runs on every restart; an image from someone's namespace or a fork (HAMi's "
     "certificate jobs default to docker.io/liangjw/kube-webhook-certgen) runs code its project never released, "
     "with the rights of the component (those jobs rewrite admission webhooks).",
-    remediation="Keep the images gpushare sets (pins.yaml) or pull them through gpushare:registryMirrors; add a new "
-    "image to IMAGE_HOMES in gpushare/images.py with its source.",
+    remediation="Keep the images gpushare sets (pins.yaml), pull them through gpushare:registryMirrors, or declare the "
+    "registry you copy them to in trustedRegistries; add a new image to IMAGE_HOMES in gpushare/images.py with its "
+    "source.",
     enforcement="mandatory",
     severity="high",
     check=check_images,
+    config=ProvenanceConfig,
 )

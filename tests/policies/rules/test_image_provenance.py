@@ -4,9 +4,12 @@ mirrors and digests pass."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from gpushare import images
+from policies.gpushare_policies.registry import PolicyConfig, PolicyConfigError
 from tests.gpushare.test_images import MIRRORS
 from tests.policies.helpers import messages, resources_of
 from tests.policies.rules.breaking import caught, delete_at, mock, release, set_at
@@ -155,3 +158,51 @@ def test_every_upstream_home_and_its_mirror_pass_and_a_public_copy_does_not(home
     assert images.provenance_problem(f"{home.reference}:1") is None
     assert images.provenance_problem(f"mirror.example.com/{home.registry}/{home.path}:1") is None
     assert images.provenance_problem(f"quay.io/someone/{home.path}:1") is not None
+
+
+OWN = "123456789012.dkr.ecr.us-west-2.amazonaws.com/platform"
+TRUSTED = {POLICY: {"trustedRegistries": [OWN]}}
+
+
+def test_copies_at_a_path_of_their_own_pass_in_a_registry_declared_trusted(plans):
+    resources = resources_of(plans["prod"])
+    set_at(mock(resources), CONTAINER, f"{OWN}/gpu/mock-device-plugin:1.0.1")
+    set_at(_values(resources, "hami"), ["devicePlugin", "image"], {"registry": OWN, "repository": "hami"})
+    assert messages(resources, POLICY, TRUSTED) == []
+    assert any(f"{OWN}/gpu/mock-device-plugin" in m and "trustedRegistries" in m for m in messages(resources, POLICY))
+
+
+@pytest.mark.parametrize(
+    ("image", "fragment"),
+    [
+        ("docker.io/someone/mock-device-plugin:1.0.1", "personal namespace"),
+        ("docker.io.example.com/projecthami/mock-device-plugin:1.0.1", "imitates the public registry docker.io"),
+        (f"{OWN}/mock-device-plugin:latest", "tag 'latest' moves"),
+        (f"{OWN}/not-an-upstream-image:1.0.1", "no image whose upstream home gpushare knows"),
+        ("123456789012.dkr.ecr.us-west-2.amazonaws.com/elsewhere/mock-device-plugin:1.0.1", "in no registry declared"),
+    ],
+)
+def test_trust_admits_no_fork_look_alike_floating_tag_or_stranger(plans, image, fragment):
+    resources = resources_of(plans["prod"])
+    set_at(mock(resources), CONTAINER, image)
+    assert any(fragment in m for m in messages(resources, POLICY, TRUSTED)), messages(resources, POLICY, TRUSTED)
+
+
+def test_a_look_alike_host_is_no_mirror(plans):
+    resources = resources_of(plans["prod"])
+    set_at(mock(resources), CONTAINER, "quay.io-cache.net/docker.io/projecthami/mock-device-plugin:1.0.1")
+    assert any("imitates the public registry quay.io" in m for m in messages(resources, POLICY))
+
+
+@pytest.mark.parametrize(
+    ("entry", "fragment"),
+    [
+        ("docker.io/me", "namespace on the public registry docker.io"),
+        ("ghcr.io/me", "namespace on the public registry ghcr.io"),
+        ("nvrc.io/nvidia", "imitates the public registry nvcr.io"),
+        ("https://registry.example.com", "not a registry host[/path]"),
+    ],
+)
+def test_the_pack_refuses_a_trusted_registry_nobody_owns(entry, fragment):
+    with pytest.raises(PolicyConfigError, match=re.escape(fragment)):
+        PolicyConfig.parse({POLICY: {"trustedRegistries": [entry]}})
