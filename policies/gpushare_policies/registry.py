@@ -108,8 +108,10 @@ def _validated(rule: Rule, settings: dict[str, Any], source: str) -> dict[str, A
         detail = error.errors(include_url=False)[0]
         key = ".".join(str(part) for part in detail["loc"])
         allowed = ", ".join(rule.config_schema())
+        # A rule's own validator says the problem in the project's words; pydantic would prefix it "Value error, ".
+        said = str(detail["ctx"]["error"]) if detail["type"] == "value_error" else detail["msg"]
         raise PolicyConfigError(
-            f"{source}: {rule.name}.{key}: {detail['msg']} (got {detail.get('input')!r}; properties: {allowed})"
+            f"{source}: {rule.name}.{key}: {said} (got {detail.get('input')!r}; properties: {allowed})"
         ) from None
     return settings
 

@@ -204,5 +204,6 @@ def test_a_look_alike_host_is_no_mirror(plans):
     ],
 )
 def test_the_pack_refuses_a_trusted_registry_nobody_owns(entry, fragment):
-    with pytest.raises(PolicyConfigError, match=re.escape(fragment)):
+    with pytest.raises(PolicyConfigError, match=re.escape(fragment)) as caught:
         PolicyConfig.parse({POLICY: {"trustedRegistries": [entry]}})
+    assert "Value error" not in str(caught.value)
