@@ -183,7 +183,7 @@ def headroom_part(config: StackConfig) -> CostPart | None:
             nodes += sum(cover[1].values())
     if not nodes:
         return None
-    return CostPart("warm headroom nodes (within the pools' limits)", 1, f"{nodes} GPU node(s)", total)
+    return CostPart("warm headroom nodes (within the pools' limits)", nodes, "GPU node", total / nodes)
 
 
 def _priced_shapes(plan: PoolPlan, catalog: Catalog, types: Iterable[str] | None = None) -> list[NodeShape]:
@@ -269,7 +269,7 @@ class StackCost:
     def always_on_usd_per_hour(self) -> float:
         """Every priced always-on part, the warm headroom's nodes included."""
         base = sum(p.usd_per_hour or 0.0 for p in self.always_on)
-        return base + (self.headroom.usd_per_hour_each or 0.0 if self.headroom is not None else 0.0)
+        return base + (self.headroom.usd_per_hour or 0.0 if self.headroom is not None else 0.0)
 
     @property
     def at_limits_usd_per_hour(self) -> float:
