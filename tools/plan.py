@@ -26,6 +26,7 @@ from gpushare import names
 from gpushare.capacity import PodShape, headroom_fits, headroom_nodes, pool_plans, stack_headroom
 from gpushare.catalog import load_catalog
 from gpushare.config import StackConfig
+from gpushare.costs import HELM_TYPE
 from gpushare.errors import UserError
 from gpushare.files import read_yaml
 from gpushare.loader import load_stack_config
@@ -36,7 +37,6 @@ from tools.offline import run_program
 from tools.summary import SUMMARY_FILE, stack_summary, summary_lines, table
 
 EXIT_BAD_INPUT = 2
-HELM_TYPE = "kubernetes:helm.sh/v3:Release"
 
 
 # What one unit of a pool's NodePool limit is, by sharing.
