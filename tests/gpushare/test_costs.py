@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from gpushare import names
-from gpushare.capacity import pool_plans
+from gpushare.capacity import headroom_fits, headroom_nodes, pool_plans, stack_headroom
 from gpushare.catalog import CATALOG_PATH, CatalogError, load_catalog, parse_catalog
 from gpushare.costs import (
     ELASTIC_IP_TYPE,
@@ -221,3 +221,11 @@ def test_hami_pool_vcpus_follow_the_vgpu_limit_not_maxgpus():
     assert plan.node_pool_limit == plan.max_gpus * config.hami.profile.device_split_count
     widest = max(CATALOG.instance_type(n.instance_type).vcpu for n in plan.nodes)
     assert [q.vcpus for q in quota_needs(config, [])] == [plan.max_gpus * widest]
+
+
+def test_the_headroom_part_is_the_cheapest_cover_of_every_teams_warm_pods(prod):
+    covers = [headroom_nodes(headroom_fits(prod, h), h.pods) for h in stack_headroom(prod)]
+    part = headroom_part(prod)
+    assert part is not None and all(cover is not None for cover in covers)
+    assert part.count == sum(sum(cover[1].values()) for cover in covers if cover)
+    assert part.usd_per_hour == pytest.approx(sum(cover[0] for cover in covers if cover))
