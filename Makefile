@@ -7,7 +7,13 @@ CONFIG ?= Pulumi.$(STACK).yaml
 POLICY_CONFIG ?=
 POLICY_FLAG = $(if $(POLICY_CONFIG),--policy-config $(POLICY_CONFIG))
 
-.PHONY: test lint plan check golden docs bench rules-test admission-test e2e simulate clean
+.PHONY: help test lint plan check diff golden docs bench rules-test admission-test e2e simulate clean
+# A bare `make` lists the targets.
+.DEFAULT_GOAL := help
+
+help: ## list the targets with what each does
+	@grep -E '^[a-z][a-z0-9-]*:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z0-9-]+):[^#]*## (.*)/\1\t\2/' | \
+		awk -F '\t' '{ printf "  make %-16s %s\n", $$1, $$2 }'
 
 $(VENV)/.installed: requirements.txt
 	python3 -m venv $(VENV)
@@ -27,6 +33,10 @@ plan: $(VENV)/.installed ## offline plan of STACK (or CONFIG=path) into build/<s
 check: $(VENV)/.installed ## evaluate the policy pack over PLAN=<plan.json>
 	@test -n "$(PLAN)" || { echo "usage: make check PLAN=build/<stack>/plan.json [POLICY_CONFIG=file]" >&2; exit 2; }
 	$(PY) -m tools.check --plan $(PLAN) $(POLICY_FLAG)
+
+diff: $(VENV)/.installed ## what a change to stack file A changes in the rendered stack and its cost, against B (default: A's last plan under build/)
+	@test -n "$(A)" || { echo "usage: make diff A=<stack file after the change> [B=<stack file before it>]" >&2; exit 2; }
+	$(PY) -m tools.diff --a $(A) $(if $(B),--b $(B)) --out build
 
 golden: $(VENV)/.installed ## rewrite tests/golden/<stack>/{manifests,helm}/ from the offline plan of dev and prod
 	$(PY) -m tools.golden
@@ -50,5 +60,5 @@ simulate: $(VENV)/.installed ## a workload mix, or a day (a trace, or a pod list
 admission-test: $(VENV)/.installed ## run the team admission policies on sample pods with kube-apiserver's CEL code (needs Go)
 	$(PY) -m tools.admission_test
 
-clean:
+clean: ## remove build/ (the offline plans)
 	rm -rf build

@@ -138,7 +138,9 @@ pulumi.export(
             "sharing": plan.sharing,
             "instanceTypes": [node.instance_type for node in plan.nodes],
             "vgpusPerNode": {c.instance_type: c.vgpus for c in plan.capacities},
-            "gpuLimit": plan.gpu_limit,
+            # maxGpus counts physical GPUs; the NodePool limit counts its resource (vGPUs, replicas or GPUs).
+            "maxGpus": plan.max_gpus,
+            "nodePoolLimit": {plan.limit_resource: plan.node_pool_limit},
         }
         for plan in pool_plans(config).values()
     },

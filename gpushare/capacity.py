@@ -78,11 +78,16 @@ def total_supply(supplies: Iterable[Mapping[str, int]]) -> dict[str, int]:
 
 @dataclass(frozen=True)
 class PoolPlan:
-    """One pool, decided once: its node shapes, its NodePool limit and (HAMi pools) what each type registers."""
+    """One pool, decided once: its node shapes, its NodePool limit and (HAMi pools) what each type registers.
+
+    `max_gpus` is the pool's maxGpus (physical GPUs); `node_pool_limit` is what its NodePool's `limits` state, in
+    units of `limit_resource`: maxGpus x deviceSplitCount vGPUs on HAMi pools, maxGpus x replicas on time-sliced ones,
+    maxGpus whole GPUs on exclusive ones."""
 
     name: str
     sharing: str
-    gpu_limit: int
+    max_gpus: int
+    node_pool_limit: int
     nodes: tuple[NodeShape, ...]
     capacities: tuple[NodeCapacity, ...]
 
@@ -97,12 +102,12 @@ class PoolPlan:
 
     @cached_property
     def supply(self) -> dict[str, int]:
-        return supply(self.nodes, self.gpu_limit, self.limit_resource)
+        return supply(self.nodes, self.node_pool_limit, self.limit_resource)
 
     def nodes_admitted(self, instance_type: str) -> int:
-        """How many nodes of one type the limit admits on their own."""
+        """How many nodes of one type the limit admits if the pool ran that type alone (its types share one limit)."""
         shape = next(n for n in self.nodes if n.instance_type == instance_type)
-        return self.gpu_limit // shape.resources[self.limit_resource]
+        return self.node_pool_limit // shape.resources[self.limit_resource]
 
 
 _last_plans: list[tuple[StackConfig, dict[str, PoolPlan]]] = []
@@ -138,7 +143,7 @@ def _plan(config: StackConfig, catalog: Catalog) -> dict[str, PoolPlan]:
             capacities = ()
             nodes = tuple(NodeShape(itype.name, {names.GPU: itype.gpu_count}) for itype in itypes)
             limit = pool.max_gpus
-        plans[pool.name] = PoolPlan(pool.name, pool.sharing, limit, nodes, capacities)
+        plans[pool.name] = PoolPlan(pool.name, pool.sharing, pool.max_gpus, limit, nodes, capacities)
     return plans
 
 

@@ -5,6 +5,7 @@ Every renderer and policy takes its figures from here, so a wrong number is fixe
 
 from __future__ import annotations
 
+import re
 from functools import cache
 from pathlib import Path
 from typing import Literal
@@ -71,11 +72,70 @@ class PriceSet(_Model):
     source: str
 
 
+class ServicePrice(_Model):
+    """One always-on price: `usd` per unit and `per` hour or month."""
+
+    usd: float = Field(gt=0)
+    per: Literal["hour", "month"]
+    source: str
+
+
+class ServicePrices(_Model):
+    """What the stack bills while it exists, GPU nodes or not; prices differ by region and change over time."""
+
+    region: str
+    date: str = Field(pattern=r"^\d{4}-\d{2}-\d{2}$")
+    hours_per_month: int = Field(alias="hoursPerMonth", gt=0)
+    eks_cluster_standard: ServicePrice = Field(alias="eksClusterStandard")
+    eks_cluster_extended: ServicePrice = Field(alias="eksClusterExtended")
+    nat_gateway: ServicePrice = Field(alias="natGateway")
+    public_ipv4_address: ServicePrice = Field(alias="publicIpv4Address")
+    kms_key: ServicePrice = Field(alias="kmsKey")
+    ebs_volume_gib: dict[str, ServicePrice] = Field(alias="ebsVolumeGib")
+
+    def per_hour(self, price: ServicePrice) -> float:
+        return price.usd if price.per == "hour" else price.usd / self.hours_per_month
+
+    def cited(self) -> list[tuple[str, str]]:
+        """(where, source id) of every price."""
+        named = {
+            "eksClusterStandard": self.eks_cluster_standard,
+            "eksClusterExtended": self.eks_cluster_extended,
+            "natGateway": self.nat_gateway,
+            "publicIpv4Address": self.public_ipv4_address,
+            "kmsKey": self.kms_key,
+            **{f"ebsVolumeGib.{kind}": price for kind, price in self.ebs_volume_gib.items()},
+        }
+        return [(f"servicePrices.{where}", price.source) for where, price in named.items()]
+
+
+class SystemInstanceType(_Model):
+    """A non-GPU type the system node group may run, with its on-demand price (the source of `prices`)."""
+
+    name: str = Field(pattern=r"^[a-z0-9]+\.[a-z0-9]+$")
+    vcpu: int = Field(gt=0)
+    on_demand_usd_per_hour: float = Field(alias="onDemandUsdPerHour", gt=0)
+
+
+class VcpuQuota(_Model):
+    """One of EC2's vCPU-based service quotas: running instances of these families, bought this way, count on it.
+    `families` are the letters before a family's generation digit (g4dn -> g, vt1 -> vt)."""
+
+    name: str
+    code: str = Field(pattern=r"^L-[0-9A-F]{8}$")
+    capacity_type: Literal["on-demand", "spot"] = Field(alias="capacityType")
+    families: tuple[str, ...] = Field(min_length=1)
+
+
 class Catalog(_Model):
     """The whole catalog; lookups by name raise CatalogError rather than KeyError."""
 
     sources: dict[str, str]
     prices: PriceSet
+    service_prices: ServicePrices = Field(alias="servicePrices")
+    system_instance_types: tuple[SystemInstanceType, ...] = Field(alias="systemInstanceTypes")
+    vcpu_quotas: tuple[VcpuQuota, ...] = Field(alias="vcpuQuotas")
+    vcpu_quotas_source: str = Field(alias="vcpuQuotasSource")
     gpu_models: tuple[GpuModel, ...] = Field(alias="gpuModels")
     instance_types: tuple[InstanceType, ...] = Field(alias="instanceTypes")
 
@@ -84,7 +144,9 @@ class Catalog(_Model):
         _unique("gpuModels", [m.name for m in self.gpu_models])
         _unique("instanceTypes", [t.name for t in self.instance_types])
         model_names = {m.name for m in self.gpu_models}
-        cited = [("prices.source", self.prices.source)]
+        _unique("systemInstanceTypes", [t.name for t in self.system_instance_types])
+        cited = [("prices.source", self.prices.source), ("vcpuQuotasSource", self.vcpu_quotas_source)]
+        cited += self.service_prices.cited()
         for i, model in enumerate(self.gpu_models):
             cited += [(f"gpuModels[{i}].nvmlSource", model.nvml_source)]
             cited += [(f"gpuModels[{i}].ec2Source", model.ec2_source)]
@@ -111,6 +173,16 @@ class Catalog(_Model):
             if model.name == itype.gpu_model:
                 return model
         raise CatalogError(f"instance type {itype.name!r} has no GPU model")
+
+    def system_instance_type(self, name: str) -> SystemInstanceType | None:
+        """The priced system node type, or None when the catalog has no price for it."""
+        return next((t for t in self.system_instance_types if t.name == name), None)
+
+    def vcpu_quotas_of(self, instance_type: str, capacity_type: str) -> list[VcpuQuota]:
+        """The quotas a running instance of this type and purchase option counts on (none for classes not listed)."""
+        match = re.match(r"[a-z]+", instance_type)
+        letters = match.group(0) if match else ""
+        return [q for q in self.vcpu_quotas if q.capacity_type == capacity_type and letters in q.families]
 
     @property
     def instance_type_names(self) -> tuple[str, ...]:

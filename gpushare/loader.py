@@ -815,28 +815,28 @@ def _headroom_within_limits(config: StackConfig, on_pools: dict[str, list[Headro
             fits = headroom_fits(config, headroom)
             needed = limit_units_needed(plan, fits, headroom.pods) or 0
             total += needed
-            if needed > plan.gpu_limit:
+            if needed > plan.node_pool_limit:
                 over = True
                 shapes = [
                     NodeShape(f.instance_type, {plan.limit_resource: units[f.instance_type], "pods": f.placed})
                     for f in fits
                 ]
-                most = most_within(shapes, plan.gpu_limit, "pods", plan.limit_resource)
+                most = most_within(shapes, plan.node_pool_limit, "pods", plan.limit_resource)
                 errors.append(
                     ConfigError(
                         f"{PROJECT}:{headroom.size_key}",
                         f"{headroom.pods} warm pods need whole nodes worth {needed} {plan.limit_resource}, more than "
-                        f"pool {pool.name}'s maxGpus {pool.max_gpus} admits ({plan.gpu_limit}); allowed: at most "
+                        f"pool {pool.name}'s maxGpus {pool.max_gpus} admits ({plan.node_pool_limit}); allowed: at most "
                         f"{most} pods, or a larger maxGpus",
                     )
                 )
-        if total > plan.gpu_limit and not over:
+        if total > plan.node_pool_limit and not over:
             teams = ", ".join(h.team for h in on_pools[pool.name])
             errors.append(
                 ConfigError(
                     f"{PROJECT}:pools[{pool_index}].maxGpus",
                     f"{pool.max_gpus}: the headroom of teams {teams} needs whole nodes worth {total} "
-                    f"{plan.limit_resource} together, more than this limit admits ({plan.gpu_limit}); allowed: a "
+                    f"{plan.limit_resource} together, more than this limit admits ({plan.node_pool_limit}); allowed: a "
                     "larger maxGpus, or less headroom",
                 )
             )

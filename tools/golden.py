@@ -13,6 +13,7 @@ from pathlib import Path
 
 from tests.conftest import PLAN_DATE
 from tools.plan import build_plan, read_stack_file, write_plan
+from tools.summary import stack_summary
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden"
@@ -23,10 +24,10 @@ PLAN_FOLDERS = ("manifests", "helm")
 def plan_files(stack: str) -> dict[str, str]:
     """Relative path -> content of every file `make plan` writes under manifests/ and helm/ for `stack`, planned
     for the tests' fixed day so the files never depend on when they were written."""
-    _, plan = build_plan(read_stack_file(ROOT / f"Pulumi.{stack}.yaml"), stack, PLAN_DATE)
+    config, plan = build_plan(read_stack_file(ROOT / f"Pulumi.{stack}.yaml"), stack, PLAN_DATE)
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch) / stack
-        write_plan(plan, folder)
+        write_plan(plan, stack_summary(config, plan), folder)
         return {
             path.relative_to(folder).as_posix(): path.read_text()
             for sub in PLAN_FOLDERS

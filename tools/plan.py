@@ -2,12 +2,13 @@
 
     python -m tools.plan --config Pulumi.dev.yaml --out build [--date 2026-11-26]
 
-Writes plan.json (every resource with type, parent, dependencies, provider and inputs), manifests/ (each
-Kubernetes object the stack creates directly), helm/ (each release's chart, version and values), and prints
-a capacity and cost summary, then evaluates the policy pack: violations go into plan.json and to stdout, and
-a mandatory one makes the exit code 1 (the plan is still written, to inspect). Bad input: one line on
-stderr, exit code 2, nothing written. `--date` (default today, UTC) is the day EKS support windows are judged
-for: the same stack file and date give the same plan.
+Writes plan.json (every resource with type, parent, dependencies, provider and inputs), summary.json (what it
+builds and costs, tools/summary.py), manifests/ (each Kubernetes object the stack creates directly), helm/ (each
+release's chart, version and values), and prints the pools, resources, teams, costs and EC2 quotas, then evaluates
+the policy pack: violations go into plan.json and to stdout, and a mandatory one makes the exit code 1 (the plan
+is still written, in place of any earlier one, to inspect). Bad input: one line per problem on stderr, exit code 2,
+nothing written, and the stack's earlier build/<stack>/ removed. `--date` (default today, UTC) is the day EKS
+support windows are judged for: the same stack file and date give the same plan.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from gpushare import names
 from gpushare.capacity import PodShape, headroom_fits, headroom_nodes, pool_plans, stack_headroom
 from gpushare.catalog import load_catalog
 from gpushare.config import StackConfig
+from gpushare.costs import HELM_TYPE
 from gpushare.errors import UserError
 from gpushare.files import read_yaml
 from gpushare.loader import load_stack_config
@@ -32,9 +34,17 @@ from gpushare.render.stack import object_id
 from gpushare.render.yamlio import dump
 from tools.check import EXIT_MANDATORY, add_date_option, check, policy_config_for, report
 from tools.offline import run_program
+from tools.summary import SUMMARY_FILE, stack_summary, summary_lines, table
 
 EXIT_BAD_INPUT = 2
-HELM_TYPE = "kubernetes:helm.sh/v3:Release"
+
+
+# What one unit of a pool's NodePool limit is, by sharing.
+LIMIT_UNITS = {
+    names.SHARING_HAMI: "vGPUs: maxGpus x deviceSplitCount",
+    names.SHARING_TIMESLICE: "time-sliced replicas: maxGpus x replicas",
+    names.SHARING_EXCLUSIVE: "whole GPUs",
+}
 
 
 def stack_name(config_path: Path) -> str:
@@ -85,11 +95,12 @@ def helm_files(plan: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return files
 
 
-def write_plan(plan: dict[str, Any], folder: Path) -> None:
+def write_plan(plan: dict[str, Any], figures: dict[str, Any], folder: Path) -> None:
     """Write into a temporary folder and swap it in, so a failure never leaves a half-written plan."""
     folder.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
     (staging / "plan.json").write_text(json.dumps(plan, indent=2, sort_keys=True) + "\n")
+    (staging / SUMMARY_FILE).write_text(json.dumps(figures, indent=2, sort_keys=True) + "\n")
     for sub, files in (("manifests", kubernetes_manifests(plan)), ("helm", helm_files(plan))):
         (staging / sub).mkdir()
         for name, body in sorted(files.items()):
@@ -99,12 +110,12 @@ def write_plan(plan: dict[str, Any], folder: Path) -> None:
     staging.rename(folder)
 
 
-def _table(rows: list[tuple[str, ...]]) -> list[str]:
-    """Left-aligned columns, a rule under the header."""
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows]
-    lines.insert(1, "  ".join("-" * width for width in widths))
-    return lines
+def remove_stale_plan(folder: Path) -> None:
+    """A refused stack file leaves no earlier plan of its stack behind: `make check` on it would pass as if it were
+    the plan of the file just refused. (A plan the pack refuses, exit 1, is written in its place, to inspect: its
+    violations are in it and `make check` refuses it again.)"""
+    if folder.is_dir():
+        shutil.rmtree(folder)
 
 
 def pod_text(shape: PodShape) -> str:
@@ -147,7 +158,7 @@ def headroom_summary(config: StackConfig) -> list[str]:
         "",
         "warm headroom (CapacityBuffers; at these prices): no team quota is charged for it, its nodes bill while they "
         "wait",
-        *_table(rows),
+        *table(rows),
     ]
 
 
@@ -155,7 +166,17 @@ def summary(config: StackConfig) -> str:
     """Per pool and instance type: what one node offers (shares: vGPUs or time-sliced replicas), how many the
     limit admits, what it costs; then each team's warm headroom and what its nodes cost."""
     catalog = load_catalog()
-    header = ("pool", "sharing", "instance type", "GPUs", "shares", "gpumem MiB", "gpucores", "nodes", "USD/node-h")
+    header = (
+        "pool",
+        "sharing",
+        "instance type",
+        "GPUs",
+        "shares",
+        "gpumem MiB",
+        "gpucores",
+        "nodes if alone",
+        "USD/node-h",
+    )
     rows: list[tuple[str, ...]] = [header]
     for plan in pool_plans(config).values():
         capacities = {c.instance_type: c for c in plan.capacities}
@@ -176,11 +197,17 @@ def summary(config: StackConfig) -> str:
                     f"{itype.on_demand_usd_per_hour:.3f}",
                 )
             )
-    lines = _table(rows)
+    lines = table(rows)
     prices = catalog.prices
     lines.append(
-        f"prices: {prices.region} {prices.capacity_type}, {prices.date}; nodes = how many the pool limit admits"
+        f"prices: {prices.region} {prices.capacity_type}, {prices.date}; nodes if alone = how many nodes of that type "
+        "the pool's limit admits when the pool runs no other type (its types share one limit: see maxGpus below)"
     )
+    for plan in pool_plans(config).values():
+        lines.append(
+            f"{plan.name}: maxGpus {plan.max_gpus} physical GPUs = NodePool limit {plan.limit_resource}: "
+            f"{plan.node_pool_limit} ({LIMIT_UNITS[plan.sharing]})"
+        )
     if any(plan.capacities for plan in pool_plans(config).values()):
         factor = config.hami.profile.memory_factor
         lines.append(
@@ -198,6 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     add_date_option(parser)
     args = parser.parse_args(argv)
     stack = stack_name(args.config)
+    folder = args.out / stack
     try:
         raw = read_stack_file(args.config)
         policy_config, policy_config_path = policy_config_for(stack, args.policy_config)
@@ -206,12 +234,14 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as error:
         for line in str(error).splitlines():  # a config can have several problems: one line each
             print(f"error: {line}", file=sys.stderr)
+        remove_stale_plan(folder)
         return EXIT_BAD_INPUT
     plan["violations"] = [v.as_dict() for v in violations]
-    folder = args.out / stack
-    write_plan(plan, folder)
+    figures = stack_summary(config, plan)
+    write_plan(plan, figures, folder)
     print(summary(config))
-    print(f"plan: {folder / 'plan.json'} ({len(plan['resources'])} resources)")
+    print("\n".join(summary_lines(figures)))
+    print(f"plan: {folder / 'plan.json'} ({len(plan['resources'])} resources), figures: {folder / SUMMARY_FILE}")
     print(report(violations, policy_config_path))
     return EXIT_MANDATORY if any(v.level == "mandatory" for v in violations) else 0
 

@@ -70,7 +70,7 @@ def node_pool(config: StackConfig, pool: PoolConfig) -> dict[str, Any]:
                 },
             },
             # Only the GPU count is limited: a cpu/memory limit below one node's size blocks that type.
-            "limits": {plan.limit_resource: str(plan.gpu_limit)},
+            "limits": {plan.limit_resource: str(plan.node_pool_limit)},
             "disruption": {
                 "consolidationPolicy": disruption.consolidation_policy,
                 "consolidateAfter": disruption.consolidate_after,

@@ -28,8 +28,8 @@ def test_plan_writes_manifests_and_helm_values(plans):
 
 def test_plan_prints_capacity_and_cost_summary(plans):
     out = plans["dev"]["_stdout"]
-    assert "g5-shared     hami       g5.4xlarge     1     10      23028       100       8      1.624" in out
-    assert "g6-timeslice  timeslice  g6.xlarge      1     4       -           -         2      0.805" in out
+    assert "g5-shared     hami       g5.4xlarge     1     10      23028       100       8               1.624" in out
+    assert "g6-timeslice  timeslice  g6.xlarge      1     4       -           -         2               0.805" in out
     assert "prices: us-east-1 on-demand, 2026-07-20" in out
 
 
