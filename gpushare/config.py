@@ -654,14 +654,12 @@ class PoolConfig(_Model):
     _no_repeats = field_validator("instance_types", "capacity_types")(_unique)
 
 
-class _QuotaBase(_Model):
-    """Hard caps on what the team's pods may request in total; a key left out caps nothing of its own."""
-
-
 # One field per row of the quota table (capacity.QUOTA), so a quota resource is added in one place.
 QuotaConfig = create_model(
     "QuotaConfig",
-    __base__=_QuotaBase,
+    __base__=_Model,
+    __doc__="Hard caps on what the team's pods may request in total; a key left out caps nothing of its own (the "
+    "team's pools bound it).",
     **{
         resource.key: (
             (int, Field(ge=0, description=resource.meaning))
