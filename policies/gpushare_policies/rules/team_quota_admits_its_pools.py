@@ -26,10 +26,14 @@ def _gpu_units(hami: Hami, hami_pools: list[Pool]) -> int:
 def _refusing_vgpus(view: StackView, namespace: Resource, quota: Resource, team_pools: list[Pool]) -> Iterator[Finding]:
     hami = Hami.of(view)
     hami_pools = [pool for pool in team_pools if sharing_hami(view, hami, pool) is not None]
+    if hami is None or not hami_pools:
+        return
     hard = {str(k): v for k, v in (quota.get("spec", "hard") or {}).items()}
-    amounts = {key: int(amount) for key, value in hard.items() if (amount := quantity(value)) is not None}
-    if hami is None or not hami_pools or amounts.get(requests_key(names.GPU), 1) < 1:
-        return  # no vGPU to take, or none admitted at all, which the check above reports
+    # HAMi before 2.10 does not hold to its limits. keys (quota-keys-enforced says so): only Kubernetes' count then.
+    held = {key: value for key, value in hard.items() if hami.charges_quota or key.startswith("requests.")}
+    amounts = {key: int(amount) for key, value in held.items() if (amount := quantity(value)) is not None}
+    if amounts.get(requests_key(names.GPU), 1) < 1:
+        return  # no vGPU admitted at all: the zero check reports it
     keys = dict(sorted(keys_refusing_vgpus(amounts, _gpu_units(hami, hami_pools)).items()))
     if keys:
         first = next(iter(keys))

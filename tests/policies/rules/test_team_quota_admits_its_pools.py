@@ -83,3 +83,12 @@ def test_a_zero_vgpu_quota_is_reported_once(plans):
     resources = resources_of(plans["dev"])
     hard(resources).update({f"requests.{GPU}": "0", f"requests.{GPU_MEMORY}": "0", f"limits.{GPU_MEMORY}": "0"})
     assert len(messages(resources, RULE)) == 1
+
+
+def test_hamis_own_keys_count_only_where_hami_holds_to_them(plans):
+    """HAMi before 2.10 leaks its limits. charges (quota-keys-enforced refuses those keys there): Kubernetes' count
+    decides alone whether a vGPU pod is admitted."""
+    resources = resources_of(plans["dev"])
+    set_at(find(resources, "Release", "hami"), ["version"], "2.8.3")
+    set_at(hard(resources), [f"limits.{GPU_MEMORY}"], "0")
+    assert messages(resources, RULE) == []
