@@ -765,8 +765,8 @@ def _fragmentation(config: StackConfig, headroom: Headroom, spec: HeadroomShapeC
         names.SHARING_HAMI,
     )
     evens_out = not any(f.fragments for f in headroom_fits(config, replace(headroom, shape=shape)))
-    aliases = {"gpus": "gpus", "gpu_memory_mib": "gpuMemoryMib", "gpu_cores": "gpuCores"}
-    example = ", ".join(f"{aliases[field]} {value}" for field, value in update.items())
+    keys = HeadroomShapeConfig.model_fields
+    example = ", ".join(f"{keys[field].alias or field} {value}" for field, value in update.items())
     return (
         f"fragments the {capacity.gpus} GPUs of {fit.instance_type}: Karpenter counts {fit.counted} warm pods per node "
         f"from its summed capacity, HAMi places {fit.placed} (each vGPU on one GPU), so the buffer would look kept "
