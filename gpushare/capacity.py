@@ -16,10 +16,59 @@ from gpushare.catalog import Catalog, load_catalog
 from gpushare.hami import NodeCapacity, node_capacity
 
 if TYPE_CHECKING:  # the policy pack imports this module: it must not load the config schema it judges
-    from gpushare.config import StackConfig
+    from gpushare.config import StackConfig, TeamConfig
 
-# Quota resources a team's pools supply (ResourceQuota keys are `requests.<name>`).
-QUOTA_RESOURCES = (names.GPU, names.GPU_MEMORY, names.GPU_CORES, names.GPU_SHARED)
+
+@dataclass(frozen=True)
+class QuotaResource:
+    """One resource a team's quota caps: its key under teams[].quota and what that key means (the config schema
+    and its README table are built from this), whether the key is in MiB (nodes register, pods request and quotas
+    count GPU memory in units of memoryFactor MiB), whether HAMi's own scheduler charges it too (its `limits.` key,
+    HAMi 2.10 pkg/device/quota.go), and whether a team must state it."""
+
+    name: str
+    key: str
+    meaning: str
+    in_mib: bool = False
+    hami_charges: bool = False
+    required: bool = False
+
+
+# Left out, a key caps nothing of its own: the team's quota on it is the most its pools can ever register.
+LEFT_OUT = "left out: the most the team's pools can ever register (no cap of its own; their maxGpus bound it)"
+
+# The one table of team quota resources: adding one is adding a row (config schema, rendering, checks, pack follow).
+QUOTA: tuple[QuotaResource, ...] = (
+    QuotaResource(
+        names.GPU,
+        "gpus",
+        f"requests.{names.GPU}: vGPUs on HAMi pools plus whole GPUs on exclusive ones (0 only for a team without "
+        "such pools)",
+        required=True,
+    ),
+    QuotaResource(
+        names.GPU_MEMORY,
+        "gpuMemoryMib",
+        f"requests.{names.GPU_MEMORY} and HAMi's limits.{names.GPU_MEMORY}, in MiB (counted in units of memoryFactor "
+        f"MiB; HAMi charges GPU memory to every vGPU pod, so 0 on a HAMi pool is refused); {LEFT_OUT}",
+        in_mib=True,
+        hami_charges=True,
+    ),
+    QuotaResource(
+        names.GPU_CORES,
+        "gpuCores",
+        f"requests.{names.GPU_CORES} and HAMi's limits.{names.GPU_CORES}, percent of a GPU summed (a whole vGPU "
+        f"counts 100: HAMi's webhook adds it); {LEFT_OUT}",
+        hami_charges=True,
+    ),
+    QuotaResource(
+        names.GPU_SHARED,
+        "sharedGpus",
+        f"requests.{names.GPU_SHARED}: time-sliced GPU replicas on timeslice pools; {LEFT_OUT}",
+    ),
+)
+# Quota resources a team's pools supply.
+QUOTA_RESOURCES = tuple(resource.name for resource in QUOTA)
 
 
 @dataclass(frozen=True)
@@ -289,16 +338,101 @@ def cheapest_cover(options: Sequence[tuple[str, int, float]], pods: int) -> tupl
     return cost[rest] + fixed * best_cost, nodes
 
 
-def quota_amounts(
-    gpus: int, gpu_memory_mib: int, gpu_cores: int, shared_gpus: int, memory_factor: int
-) -> dict[str, int]:
-    """A team quota by resource name, in the units its ResourceQuota states (gpumem in registered units)."""
+def requests_key(resource: str) -> str:
+    """The ResourceQuota key Kubernetes enforces an extended resource under (only `requests.`)."""
+    return f"requests.{resource}"
+
+
+def limits_key(resource: str) -> str:
+    """The ResourceQuota key HAMi's own scheduler charges its memory and cores under (Kubernetes ignores it)."""
+    return f"limits.{resource}"
+
+
+def quota_resource_of(key: str) -> QuotaResource | None:
+    """The quota resource a ResourceQuota key (`requests.<name>` or `limits.<name>`) caps, or None."""
+    name = key.removeprefix("requests.").removeprefix("limits.")
+    return next((resource for resource in QUOTA if resource.name == name), None)
+
+
+def in_units(resource: QuotaResource, value: int, memory_factor: int) -> int:
+    """A quota key's value in the units nodes register and ResourceQuotas count."""
+    return value // memory_factor if resource.in_mib else value
+
+
+def in_key_units(resource: QuotaResource, units: int, memory_factor: int) -> int:
+    """Registered units back in the key's own unit (MiB for GPU memory), for messages a user reads."""
+    return units * memory_factor if resource.in_mib else units
+
+
+def team_supply(config: StackConfig, team: TeamConfig) -> dict[str, int]:
+    """The most the team's pools can ever register per quota resource, in registered units."""
+    plans = pool_plans(config)
+    return total_supply(plans[name].supply for name in team.pools)
+
+
+def team_quota(config: StackConfig, team: TeamConfig) -> dict[str, int]:
+    """The team's quota per resource in registered units (gpumem in memoryFactor units): what its ResourceQuota
+    states and every check compares. A key stated is converted once here; a key left out is what the team's pools
+    can ever register, so it caps nothing their limits do not, and never refuses the team's own pods."""
+    stated = team.quota.model_dump()
+    factor = config.hami.profile.memory_factor
+    supplied = team_supply(config, team) if any(stated[r.key] is None for r in QUOTA) else {}
+    return {r.name: supplied[r.name] if stated[r.key] is None else in_units(r, stated[r.key], factor) for r in QUOTA}
+
+
+def team_quota_hard(config: StackConfig, team: TeamConfig) -> dict[str, int]:
+    """The team's ResourceQuota `spec.hard`, in registered units: Kubernetes' `requests.` key of every quota resource
+    (time-sliced replicas only once the stack has a time-sliced pool: pods pick a pool by nodeSelector, not by team,
+    so then every team's are capped, 0 for a team listing none), then HAMi's `limits.` keys of what it charges."""
+    quota = team_quota(config, team)
+    timesliced = any(pool.sharing == names.SHARING_TIMESLICE for pool in config.pools)
+    hard = {requests_key(r.name): quota[r.name] for r in QUOTA if r.name != names.GPU_SHARED or timesliced}
+    hard.update({limits_key(r.name): quota[r.name] for r in QUOTA if r.hami_charges})
+    return hard
+
+
+def vgpu_requests(gpu_units: int) -> dict[str, dict[str, int]]:
+    """The ways a container takes a vGPU on a HAMi pool, each with the least it counts against each ResourceQuota key
+    (README "Team GPU quotas: what is charged"): stating GPU memory (one unit); stating cores only, which HAMi charges
+    a whole GPU's memory for (`defaultMemory: 0`); neither, a whole vGPU, to which HAMi's webhook adds gpucores: 100
+    (HAMi 2.10 pkg/device/nvidia/device.go defaultExclusiveCoreIfNeeded). `gpu_units` is the memory of the smallest
+    GPU the team's HAMi pools have, in registered units."""
+    gpu, memory, cores = names.GPU, names.GPU_MEMORY, names.GPU_CORES
     return {
-        names.GPU: gpus,
-        names.GPU_MEMORY: gpu_memory_mib // memory_factor,
-        names.GPU_CORES: gpu_cores,
-        names.GPU_SHARED: shared_gpus,
+        "GPU memory": {requests_key(gpu): 1, requests_key(memory): 1, limits_key(memory): 1},
+        "cores only": {
+            requests_key(gpu): 1,
+            requests_key(cores): 1,
+            limits_key(cores): 1,
+            limits_key(memory): gpu_units,
+        },
+        "a whole vGPU": {
+            requests_key(gpu): 1,
+            requests_key(cores): 100,
+            limits_key(cores): 100,
+            limits_key(memory): gpu_units,
+        },
     }
+
+
+def keys_refusing_vgpus(hard: Mapping[str, int], gpu_units: int) -> dict[str, int]:
+    """When a team's ResourceQuota `spec.hard` refuses every way a container takes a vGPU on its HAMi pools: the keys
+    refusing the way the fewest quota resources refuse (the first on a tie), each with the least that way needs of
+    it, in `hard`'s order; raising them admits that way. Empty when some way is admitted."""
+    refusing = [
+        {key: least for key, least in asks.items() if key in hard and hard[key] < least}
+        for asks in vgpu_requests(gpu_units).values()
+    ]
+    if not all(refusing):
+        return {}
+    nearest = min(refusing, key=lambda keys: len({quota_resource_of(key) for key in keys}))
+    return {key: nearest[key] for key in hard if key in nearest}
+
+
+def smallest_gpu_units(capacities: Iterable[NodeCapacity]) -> int:
+    """The memory of the smallest GPU these HAMi capacities have, in registered units (what HAMi charges a pod that
+    takes a whole GPU's memory, at the least); 1 when none is known."""
+    return min((c.vgpu_max_memory_mib // c.memory_factor for c in capacities), default=1)
 
 
 def pods_within_share(quota: Mapping[str, int], percent: int, shape: PodShape) -> int:
@@ -327,9 +461,7 @@ def team_headroom(config: StackConfig, team_index: int) -> list[Headroom]:
         return []
     by_name = {pool.name: pool for pool in config.pools}
     factor = config.hami.profile.memory_factor
-    quota = quota_amounts(
-        team.quota.gpus, team.quota.gpu_memory_mib, team.quota.gpu_cores, team.quota.shared_gpus, factor
-    )
+    quota = team_quota(config, team)
     resolved = []
     for pool_name in headroom.pools or team.pools[:1]:
         pool = by_name.get(pool_name)

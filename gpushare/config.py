@@ -10,9 +10,19 @@ import ipaddress
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    create_model,
+    field_validator,
+    model_validator,
+)
 
 from gpushare import compat, images, karpenter_api, names, pins, versions
+from gpushare.capacity import QUOTA
 from gpushare.eks import EKS_STORAGE_CLASSES
 from gpushare.errors import raise_at, repeats
 from gpushare.hami import SharingProfile
@@ -665,22 +675,21 @@ class PoolConfig(_Model):
     _no_repeats = field_validator("instance_types", "capacity_types")(_unique)
 
 
-class QuotaConfig(_Model):
-    """Hard caps on what the team's pods may request in total."""
-
-    gpus: int = Field(
-        ge=0, description="requests.nvidia.com/gpu: vGPUs on shared pools plus whole GPUs on exclusive ones"
-    )
-    gpu_memory_mib: int = Field(default=0, alias="gpuMemoryMib", ge=0, description="requests.nvidia.com/gpumem, in MiB")
-    gpu_cores: int = Field(
-        default=0, alias="gpuCores", ge=0, description="requests.nvidia.com/gpucores, percent of a GPU summed"
-    )
-    shared_gpus: int = Field(
-        default=0,
-        alias="sharedGpus",
-        ge=0,
-        description="requests.nvidia.com/gpu.shared: time-sliced GPU replicas on timeslice pools",
-    )
+# One field per row of the quota table (capacity.QUOTA), so a quota resource is added in one place.
+QuotaConfig = create_model(
+    "QuotaConfig",
+    __base__=_Model,
+    __doc__="Hard caps on what the team's pods may request in total; a key left out caps nothing of its own (the "
+    "team's pools bound it).",
+    **{
+        resource.key: (
+            (int, Field(ge=0, description=resource.meaning))
+            if resource.required
+            else (int | None, Field(default=None, ge=0, description=resource.meaning))
+        )
+        for resource in QUOTA
+    },
+)
 
 
 # What a team namespace's LimitRange gives a container that states no CPU or memory request (render/tenancy.py): a

@@ -18,19 +18,26 @@ from pydantic import TypeAdapter, ValidationError
 from gpushare import compat, eks, images, karpenter_api, names, pins, versions
 from gpushare.aws_names import node_role_name, system_node_role_name
 from gpushare.capacity import (
+    QUOTA,
     Headroom,
     NodeShape,
     PodsPerNode,
+    QuotaResource,
     headroom_fits,
     headroom_pod_shape,
+    in_key_units,
+    keys_refusing_vgpus,
     limit_resource,
     limit_units_needed,
     most_within,
     per_gpu_limits,
     pool_plans,
-    quota_amounts,
+    quota_resource_of,
+    smallest_gpu_units,
     team_headroom,
-    total_supply,
+    team_quota,
+    team_quota_hard,
+    team_supply,
 )
 from gpushare.catalog import Catalog, load_catalog
 from gpushare.config import (
@@ -507,47 +514,65 @@ def _check_alert_waits(config: StackConfig) -> None:
 
 
 def _check_quota_admits_pools(config: StackConfig, index: int, team: TeamConfig) -> None:
-    """A pool listed with a zero quota on the resource its pods ask is a pool the team can never use."""
-    fields = {names.GPU: ("gpus", team.quota.gpus), names.GPU_SHARED: ("sharedGpus", team.quota.shared_gpus)}
+    """A pool listed with a quota that refuses every pod it could run is a pool the team can never use: a zero
+    quota on the resource every pod of the pool asks, or, on HAMi pools, a quota refusing every way a container
+    takes a vGPU (the domain's keys_refusing_vgpus, which the pack judges the rendered quota with)."""
+    quota = team_quota(config, team)
     unusable: dict[str, list[str]] = {}
     for name in team.pools:
-        field, value = fields[limit_resource(config.pool(name).sharing)]
-        if value == 0:
-            unusable.setdefault(field, []).append(name)
+        resource = limit_resource(config.pool(name).sharing)
+        if quota[resource] == 0:
+            unusable.setdefault(resource, []).append(name)
+    keys = {resource.name: resource.key for resource in QUOTA}
     errors = [
         ConfigError(
-            f"{PROJECT}:teams[{index}].quota.{field}",
-            f"0, but the team lists pools {', '.join(pools)}, whose every pod asks "
-            f"{limit_resource(config.pool(pools[0]).sharing)}: none would ever be admitted; allowed: 1 or more, or "
-            "drop those pools from the team",
+            f"{PROJECT}:teams[{index}].quota.{keys[resource]}",
+            f"0, but the team lists pools {', '.join(pools)}, whose every pod asks {resource}: none would ever be "
+            "admitted; allowed: 1 or more, or drop those pools from the team",
         )
-        for field, pools in unusable.items()
+        for resource, pools in unusable.items()
     ]
+    plans = pool_plans(config)
+    hami = [name for name in team.pools if config.pool(name).sharing == names.SHARING_HAMI]
+    if hami and names.GPU not in unusable:
+        gpu_units = smallest_gpu_units(c for name in hami for c in plans[name].capacities)
+        refusing = keys_refusing_vgpus(team_quota_hard(config, team), gpu_units)
+        factor = config.hami.profile.memory_factor
+        least: dict[QuotaResource, int] = {}
+        for key, amount in refusing.items():
+            resource = quota_resource_of(key)
+            if resource is not None:
+                least[resource] = max(amount, least.get(resource, 0))
+        stated = team.quota.model_dump()
+        errors.extend(
+            ConfigError(
+                f"{PROJECT}:teams[{index}].quota.{resource.key}",
+                f"{stated[resource.key]} ({quota[resource.name]} {resource.name}) refuses every vGPU pod of the team "
+                f"on pools {', '.join(hami)}, whether it states GPU memory, cores only or neither (HAMi charges GPU "
+                f"memory to each); allowed: {in_key_units(resource, amount, factor)} or more, or leave the key out "
+                "(no cap of its own)",
+            )
+            for resource, amount in least.items()
+        )
     if errors:
         raise ConfigErrors(errors)
 
 
 def _check_quota(config: StackConfig, index: int, team: TeamConfig) -> None:
-    """A quota above what the team's pools can ever provide is a planning mistake, not headroom."""
-    plans = pool_plans(config)
-    can_supply = total_supply(plans[name].supply for name in team.pools)
-    # Nodes register GPU memory in units of memoryFactor MiB; the quota key is in MiB.
-    can_supply[names.GPU_MEMORY] *= config.hami.profile.memory_factor
-    asked = {
-        "gpus": (team.quota.gpus, names.GPU),
-        "gpuMemoryMib": (team.quota.gpu_memory_mib, names.GPU_MEMORY),
-        "gpuCores": (team.quota.gpu_cores, names.GPU_CORES),
-        "sharedGpus": (team.quota.shared_gpus, names.GPU_SHARED),
-    }
+    """A quota above what the team's pools can ever provide is a planning mistake, not headroom; compared in the
+    units nodes register, as the pack compares the rendered quota."""
+    quota, can_supply = team_quota(config, team), team_supply(config, team)
+    stated = team.quota.model_dump()
+    factor = config.hami.profile.memory_factor
     problems = Problems()
     problems.errors.extend(
         ConfigError(
-            f"{PROJECT}:teams[{index}].quota.{field}",
-            f"{value} is more than pools {', '.join(team.pools)} can ever provide (whole nodes within "
-            f"their maxGpus); allowed: at most {can_supply[resource]}",
+            f"{PROJECT}:teams[{index}].quota.{resource.key}",
+            f"{stated[resource.key]} is more than pools {', '.join(team.pools)} can ever provide (whole nodes within "
+            f"their maxGpus); allowed: at most {in_key_units(resource, can_supply[resource.name], factor)}",
         )
-        for field, (value, resource) in asked.items()
-        if value > can_supply[resource]
+        for resource in QUOTA
+        if quota[resource.name] > can_supply[resource.name]
     )
     problems.raise_any()
 
@@ -742,8 +767,8 @@ def _fragmentation(config: StackConfig, headroom: Headroom, spec: HeadroomShapeC
         names.SHARING_HAMI,
     )
     evens_out = not any(f.fragments for f in headroom_fits(config, replace(headroom, shape=shape)))
-    aliases = {"gpus": "gpus", "gpu_memory_mib": "gpuMemoryMib", "gpu_cores": "gpuCores"}
-    example = ", ".join(f"{aliases[field]} {value}" for field, value in update.items())
+    keys = HeadroomShapeConfig.model_fields
+    example = ", ".join(f"{keys[field].alias or field} {value}" for field, value in update.items())
     return (
         f"fragments the {capacity.gpus} GPUs of {fit.instance_type}: Karpenter counts {fit.counted} warm pods per node "
         f"from its summed capacity, HAMi places {fit.placed} (each vGPU on one GPU), so the buffer would look kept "
@@ -751,14 +776,6 @@ def _fragmentation(config: StackConfig, headroom: Headroom, spec: HeadroomShapeC
         + (f" (e.g. {example})" if update and evens_out else "")
         + ", or a pool of 1-GPU types"
     )
-
-
-QUOTA_KEYS = {
-    names.GPU: "gpus",
-    names.GPU_MEMORY: "gpuMemoryMib",
-    names.GPU_CORES: "gpuCores",
-    names.GPU_SHARED: "sharedGpus",
-}
 
 
 def _headroom_within_quota(config: StackConfig, team: TeamConfig, resolved: list[Headroom]) -> list[ConfigError]:
@@ -774,14 +791,8 @@ def _headroom_within_quota(config: StackConfig, team: TeamConfig, resolved: list
     ]
     if errors:
         return errors
-    quota = quota_amounts(
-        team.quota.gpus,
-        team.quota.gpu_memory_mib,
-        team.quota.gpu_cores,
-        team.quota.shared_gpus,
-        config.hami.profile.memory_factor,
-    )
-    for resource, field in QUOTA_KEYS.items():
+    quota = team_quota(config, team)
+    for resource, field in ((r.name, r.key) for r in QUOTA):
         asking = [h for h in resolved if h.shape.gpu.get(resource)]
         asked = sum(h.pods * h.shape.gpu[resource] for h in asking)
         if asked <= quota[resource]:

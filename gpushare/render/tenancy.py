@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpushare import compat, names
-from gpushare.capacity import container_limits, pool_plans
+from gpushare.capacity import container_limits, pool_plans, team_quota_hard
 from gpushare.config import CONTAINER_DEFAULT_CPU, CONTAINER_DEFAULT_MEMORY, Priority, StackConfig, TeamConfig
 from gpushare.tiers import TIERS
 
@@ -115,23 +115,9 @@ def quota_hard(config: StackConfig, team: TeamConfig) -> dict[str, str]:
     """The team's ResourceQuota: the `requests.` keys Kubernetes enforces at pod creation, from what containers
     state; and HAMi's own `limits.` memory and core keys, which its scheduler (2.10+, pkg/device/quota.go) charges
     with what it hands out, so the memory budget also holds for percentage, whole-GPU and cores-only requests.
-    GPU memory is counted in units of memoryFactor MiB on both sides (HAMi multiplies its limit by the factor)."""
-    quota = team.quota
-    memory = str(quota.gpu_memory_mib // config.hami.profile.memory_factor)
-    return {
-        f"requests.{names.GPU}": str(quota.gpus),
-        f"requests.{names.GPU_MEMORY}": memory,
-        f"requests.{names.GPU_CORES}": str(quota.gpu_cores),
-        # Pods pick a pool by nodeSelector, not by team: once the stack has a time-sliced pool, every team's replicas
-        # are capped (0 for teams that do not list one).
-        **(
-            {f"requests.{names.GPU_SHARED}": str(quota.shared_gpus)}
-            if any(pool.sharing == names.SHARING_TIMESLICE for pool in config.pools)
-            else {}
-        ),
-        f"limits.{names.GPU_MEMORY}": memory,
-        f"limits.{names.GPU_CORES}": str(quota.gpu_cores),
-    }
+    GPU memory is counted in units of memoryFactor MiB on both sides (HAMi multiplies its limit by the factor).
+    The keys and amounts are the domain's (capacity.team_quota_hard), which the config checks judge too."""
+    return {key: str(amount) for key, amount in team_quota_hard(config, team).items()}
 
 
 def namespace_selector(team: TeamConfig) -> dict[str, Any]:

@@ -19,6 +19,14 @@ from .stack import Resource, StackView
 MIB = 2**20
 
 
+def is_gpu_pool(pool: Pool) -> bool:
+    """Labelled with a sharing mode, or launching a GPU type of the catalog."""
+    catalog = load_catalog()
+    return names.SHARING_LABEL in pool.labels or any(
+        t in catalog.instance_type_names and catalog.instance_type(t).gpu_count > 0 for t in pool.instance_types or ()
+    )
+
+
 def sharing_hami(view: StackView, hami: Hami | None, pool: Pool) -> Hami | None:
     """The HAMi release when it slices this pool's GPUs, else None (the pool counts whole GPUs)."""
     return hami if hami is not None and is_hami_pool(view, pool) else None

@@ -9,7 +9,16 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from gpushare import names
-from gpushare.capacity import NodeShape, most_within, pool_plans
+from gpushare.capacity import (
+    QUOTA,
+    NodeShape,
+    in_key_units,
+    keys_refusing_vgpus,
+    most_within,
+    pool_plans,
+    team_quota,
+    team_quota_hard,
+)
 from gpushare.catalog import load_catalog
 from gpushare.errors import ConfigError
 from gpushare.loader import load_stack_config
@@ -22,12 +31,6 @@ from tools.offline import run_program
 CATALOG = load_catalog()
 GPU_TYPES = [t.name for t in CATALOG.instance_types if t.gpu_count]
 DEV_POLICY = PolicyConfig.load(POLICY_CONFIG_DIR / "dev.json")
-QUOTA_FIELDS = {
-    "gpus": names.GPU,
-    "gpuMemoryMib": names.GPU_MEMORY,
-    "gpuCores": names.GPU_CORES,
-    "sharedGpus": names.GPU_SHARED,
-}
 
 
 def _every_fill(sizes: list[tuple[int, int]], limit: int) -> int:
@@ -122,11 +125,13 @@ def stack_configs(draw: st.DrawFn) -> dict[str, Any]:
     except ConfigError:
         return raw  # not a valid stack: the property skips it
     share = draw(st.sampled_from([0.0, 0.5, 1.0]))  # 1.0: exactly what the pools supply, the boundary
+    factor = raw["gpushare:hami"]["profile"].get("memoryFactor", 1)
     for team in raw["gpushare:teams"]:
-        supplied = {r: sum(plans[p].supply[r] for p in team["pools"]) for r in QUOTA_FIELDS.values()}
+        supplied = {r.name: sum(plans[p].supply[r.name] for p in team["pools"]) for r in QUOTA}
         team["quota"] = {
-            field: max(int(supplied[resource] * share), int(field in asked(team)))
-            for field, resource in QUOTA_FIELDS.items()
+            r.key: max(in_key_units(r, int(supplied[r.name] * share), factor), int(r.key in asked(team)))
+            for r in QUOTA
+            if r.required or not draw(st.booleans())  # a key left out: the pools' own bound
         }
     return raw
 
@@ -147,3 +152,60 @@ def test_every_stack_config_that_validates_yields_a_plan_the_pack_passes(raw):
     found = evaluate(from_plan(run_program(raw, "dev", PLAN_DATE).recorded, PLAN_DATE), DEV_POLICY)
     refused = [v.message for v in found if v.level == "mandatory" or v.policy == "team-quota-within-pool-limits"]
     assert not refused
+
+
+def test_a_quota_key_left_out_is_what_the_pools_register_and_admits_every_way_to_take_a_vgpu(dev_raw):
+    """The silent zero: a team stating only gpus (or no gpuCores) got gpumem and gpucores 0, which refuse every
+    vGPU pod (a whole vGPU is given gpucores 100 by HAMi's webhook). Left out, a key caps nothing of its own."""
+    dev_raw["gpushare:teams"][1]["quota"] = {"gpus": 20}
+    dev_raw["gpushare:teams"][0]["quota"].pop("gpuCores")
+    config = load_stack_config(dev_raw, today=PLAN_DATE)
+    inference, research = config.teams[1], config.teams[0]
+    # g4dn-shared: maxGpus 4 of 1-GPU T4 nodes, 15360 MiB and 100 cores each; no time-sliced pool.
+    assert team_quota(config, inference) == {
+        names.GPU: 20,
+        names.GPU_MEMORY: 4 * 15360,
+        names.GPU_CORES: 400,
+        names.GPU_SHARED: 0,
+    }
+    assert team_quota(config, research)[names.GPU_CORES] == sum(
+        pool_plans(config)[p].supply[names.GPU_CORES] for p in research.pools
+    )
+    for team in (inference, research):
+        assert keys_refusing_vgpus(team_quota_hard(config, team), 15360) == {}
+
+
+def test_a_stated_key_is_counted_in_registered_units(dev_raw):
+    dev_raw["gpushare:hami"]["profile"]["memoryFactor"] = 4
+    dev_raw["gpushare:teams"][1]["quota"]["gpuMemoryMib"] = 30722
+    config = load_stack_config(dev_raw, today=PLAN_DATE)
+    assert team_quota(config, config.teams[1])[names.GPU_MEMORY] == 30722 // 4
+
+
+@pytest.mark.parametrize(
+    ("hard", "refusing"),
+    [
+        # as rendered for 20 vGPUs: every way is admitted
+        ({"requests.nvidia.com/gpu": 20, "requests.nvidia.com/gpumem": 1, "requests.nvidia.com/gpucores": 0}, {}),
+        # the silent zero: memory is the nearest way in
+        (
+            {"requests.nvidia.com/gpu": 20, "requests.nvidia.com/gpumem": 0, "requests.nvidia.com/gpucores": 0},
+            {"requests.nvidia.com/gpumem": 1},
+        ),
+        # HAMi charges GPU memory to every way: its key alone refuses them all
+        (
+            {"requests.nvidia.com/gpu": 20, "requests.nvidia.com/gpumem": 100, "limits.nvidia.com/gpumem": 0},
+            {"limits.nvidia.com/gpumem": 1},
+        ),
+        # cores only below a whole GPU's memory, no memory stated: raise HAMi's memory to a whole GPU
+        (
+            {"requests.nvidia.com/gpumem": 0, "limits.nvidia.com/gpumem": 100, "limits.nvidia.com/gpucores": 50},
+            {"requests.nvidia.com/gpumem": 1},
+        ),
+        # no vGPU at all
+        ({"requests.nvidia.com/gpu": 0}, {"requests.nvidia.com/gpu": 1}),
+    ],
+    ids=["admits", "silent zero", "HAMi memory zero", "no memory stated, HAMi's below a whole GPU", "no vGPU"],
+)
+def test_keys_refusing_vgpus(hard, refusing):
+    assert keys_refusing_vgpus(hard, 15360) == refusing

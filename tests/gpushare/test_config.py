@@ -192,6 +192,20 @@ BAD_CONFIG = [
         "gpushare:teams[1].quota.gpus: 0, but the team lists pools g4dn-shared, whose every pod asks nvidia.com/gpu",
     ),
     (
+        "HAMi pool with no GPU memory quota",
+        _set("gpushare:teams.1.quota.gpuMemoryMib", 0),
+        "gpushare:teams[1].quota.gpuMemoryMib: 0 (0 nvidia.com/gpumem) refuses every vGPU pod of the team on pools "
+        "g4dn-shared, whether it states GPU memory, cores only or neither (HAMi charges GPU memory to each); allowed: "
+        "1 or more, or leave the key out (no cap of its own)",
+    ),
+    (
+        "GPU memory quota below one unit of memoryFactor",
+        _both(_set("gpushare:hami.profile.memoryFactor", 4), _set("gpushare:teams.1.quota.gpuMemoryMib", 3)),
+        "gpushare:teams[1].quota.gpuMemoryMib: 3 (0 nvidia.com/gpumem) refuses every vGPU pod of the team on pools "
+        "g4dn-shared, whether it states GPU memory, cores only or neither (HAMi charges GPU memory to each); allowed: "
+        "4 or more",
+    ),
+    (
         "bad pool name",
         _set("gpushare:pools.0.name", "G5_Shared"),
         "gpushare:pools[0].name: String should match pattern",

@@ -30,7 +30,7 @@ EXPECTED = [
     ("node-security-baseline", "mandatory"),
     ("eks-public-endpoint-restricted", "mandatory"),
     ("team-namespace-gpu-quota", "mandatory"),
-    ("team-quota-within-pool-limits", "advisory"),
+    ("team-quota-within-pool-limits", "mandatory"),
     ("quota-keys-enforced", "mandatory"),
     ("hami-resource-names-consistent", "mandatory"),
     ("hami-webhook-scope", "mandatory"),
@@ -76,6 +76,7 @@ EXPECTED = [
     ("iam-least-privilege", "mandatory"),
     ("features-within-held-versions", "mandatory"),
     ("monitoring-alerts-match-their-series", "mandatory"),
+    ("gpu-pools-bounded", "mandatory"),
 ]
 
 

@@ -5,21 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpushare import names
-from gpushare.catalog import load_catalog
 
 from ..kube import Pool, pools
+from ..pools import is_gpu_pool
 from ..rule import Finding, Rule, finding
 from ..stack import StackView
 
 TAINT = f"{names.GPU_TAINT['key']}={names.GPU_TAINT['value']}:{names.GPU_TAINT['effect']}"
-
-
-def _is_gpu_pool(pool: Pool) -> bool:
-    """Labelled with a sharing mode, or launching a GPU type of the catalog."""
-    catalog = load_catalog()
-    return names.SHARING_LABEL in pool.labels or any(
-        t in catalog.instance_type_names and catalog.instance_type(t).gpu_count > 0 for t in pool.instance_types or ()
-    )
 
 
 def _tainted(pool: Pool) -> bool:
@@ -32,7 +24,7 @@ def _tainted(pool: Pool) -> bool:
 
 def check_gpu_pools_tainted(view: StackView, _config: None) -> Iterator[Finding]:
     for pool in pools(view):
-        if _is_gpu_pool(pool) and not _tainted(pool):
+        if is_gpu_pool(pool) and not _tainted(pool):
             yield finding(
                 pool.resource,
                 "spec.template.spec.taints",

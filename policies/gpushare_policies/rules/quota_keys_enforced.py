@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpushare import names
+from gpushare.capacity import QUOTA, limits_key
 
 from ..hami import Hami
 from ..rule import Finding, Rule, finding
@@ -21,7 +22,7 @@ from ..stack import RESOURCE_QUOTA, StackView, sorted_by_name
 
 HAMI_RESOURCES = (names.GPU, names.GPU_MEMORY, names.GPU_CORES, names.GPU_MEMORY_PERCENTAGE)
 # The limits. keys HAMi's own scheduler enforces.
-HAMI_ENFORCED = frozenset({f"limits.{names.GPU_MEMORY}", f"limits.{names.GPU_CORES}"})
+HAMI_ENFORCED = frozenset(limits_key(resource.name) for resource in QUOTA if resource.hami_charges)
 
 
 def _hami_problem(hami: Hami | None) -> str | None:

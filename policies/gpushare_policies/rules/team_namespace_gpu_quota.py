@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpushare import names
+from gpushare.capacity import QUOTA, limits_key, requests_key
 
 from ..hami import Hami, is_hami_pool
 from ..kube import Pool, pools, quotas_in
@@ -24,14 +25,15 @@ def _required(view: StackView, team_pools: list[Pool]) -> list[str]:
     HAMi's own (which also charge memory no container states: percentage, whole-GPU and cores-only requests) where
     the HAMi release charges them without leaking (2.10.0+); and time-sliced replicas whenever the stack has a
     time-sliced pool (a pod picks a pool by nodeSelector, not by team)."""
-    required = [f"requests.{names.GPU}"]
+    required = [requests_key(names.GPU)]
     if any(is_hami_pool(view, pool) for pool in team_pools):
-        required += [f"requests.{names.GPU_MEMORY}", f"requests.{names.GPU_CORES}"]
+        charged = [resource.name for resource in QUOTA if resource.hami_charges]
+        required += [requests_key(name) for name in charged]
         hami = Hami.of(view)
         if hami is not None and hami.charges_quota:
-            required += [f"limits.{names.GPU_MEMORY}", f"limits.{names.GPU_CORES}"]
+            required += [limits_key(name) for name in charged]
     if _any_timeslice_pool(view):
-        required.append(f"requests.{names.GPU_SHARED}")
+        required.append(requests_key(names.GPU_SHARED))
     return required
 
 

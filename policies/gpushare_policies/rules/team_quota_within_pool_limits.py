@@ -1,11 +1,12 @@
-"""No team quota asks more than the team's pools can ever provide within their limits."""
+"""No team quota asks more than the team's pools can ever provide within their limits: Kubernetes' `requests.` key
+and HAMi's `limits.` key of each quota resource, in the registered units both count, as the config check compares."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 from gpushare import names
-from gpushare.capacity import QUOTA_RESOURCES, supply, total_supply
+from gpushare.capacity import QUOTA, limits_key, requests_key, supply, total_supply
 
 from ..kube import Pool, quantity, quotas_in
 from ..pools import pool_view, pools_of_team
@@ -29,15 +30,21 @@ def check_quota_fits(view: StackView, _config: None) -> Iterator[Finding]:
         if not supplies or None in supplies:
             continue
         can_supply = total_supply(s for s in supplies if s is not None)
+        keys = [
+            (key, resource.name)
+            for resource in QUOTA
+            for key in (requests_key(resource.name), *([limits_key(resource.name)] if resource.hami_charges else []))
+        ]
         for quota in quotas_in(view, namespace.object_name):
-            for key in QUOTA_RESOURCES:
-                value = (quota.get("spec", "hard") or {}).get(f"requests.{key}")
+            hard = quota.get("spec", "hard") or {}
+            for key, resource in keys:
+                value = hard.get(key)
                 asked = quantity(value) if value is not None else None
-                total = can_supply[key]
+                total = can_supply[resource]
                 if asked is not None and asked > total:
                     yield finding(
                         quota,
-                        f'spec.hard["requests.{key}"]',
+                        f'spec.hard["{key}"]',
                         value,
                         f"pools {', '.join(p.name for p in team_pools)} can provide at most {total} (whole nodes "
                         "within their limits), so the quota promises the team capacity that never comes",
@@ -48,10 +55,12 @@ def check_quota_fits(view: StackView, _config: None) -> Iterator[Finding]:
 RULE = Rule(
     name="team-quota-within-pool-limits",
     order=15,
-    description="No team quota asks more than the limits of the team's pools can provide.",
-    why="A quota above what the pools can ever launch promises capacity that never comes.",
-    remediation="Lower the quota or raise the pools' maxGpus.",
-    enforcement="advisory",
-    severity="low",
+    description="No team quota (its requests. keys, and HAMi's limits. keys) asks more than the limits of the team's "
+    "pools can provide, counted in the units nodes register.",
+    why="A quota above what the pools can ever launch promises capacity that never comes; the config refuses it, so "
+    "a plan holding one was edited by hand.",
+    remediation="Lower the quota (teams[].quota; a key left out is the pools' own bound) or raise the pools' maxGpus.",
+    enforcement="mandatory",
+    severity="medium",
     check=check_quota_fits,
 )

@@ -357,3 +357,18 @@ def test_per_gpu_memory_bound_is_in_units_of_the_memory_factor(dev_raw):
     [memory] = [v for v in validations if v["message"].startswith("nvidia.com/gpumem per container")]
     assert "quantity('5757')" in memory["expression"]  # 23028 MiB of an A10G in units of 4 MiB
     assert "holds 5757 units of 4 MiB (memoryFactor 4" in memory["message"]
+
+
+def test_quota_keys_left_out_render_what_the_pools_register_not_zero(dev_raw):
+    """A team stating only gpus once got gpumem and gpucores 0, so the API server refused its every vGPU pod."""
+    dev_raw["gpushare:teams"][1]["quota"] = {"gpus": 20}
+    config = load_stack_config(dev_raw, today=PLAN_DATE)
+    # g4dn-shared: maxGpus 4 of 1-GPU T4 nodes (15360 MiB, 100 cores each); the team lists no time-sliced pool.
+    assert tenancy.team_objects(config, config.teams[1])[1]["spec"]["hard"] == {
+        "requests.nvidia.com/gpu": "20",
+        "requests.nvidia.com/gpumem": "61440",
+        "requests.nvidia.com/gpucores": "400",
+        "requests.nvidia.com/gpu.shared": "0",
+        "limits.nvidia.com/gpumem": "61440",
+        "limits.nvidia.com/gpucores": "400",
+    }

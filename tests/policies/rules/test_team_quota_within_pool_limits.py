@@ -17,6 +17,13 @@ CASES = {
         lambda r: set_at(find(r, "ResourceQuota", "inference-gpu"), ["spec", "hard", "requests.nvidia.com/gpu"], "41"),
         ['ResourceQuota inference-gpu: spec.hard["requests.nvidia.com/gpu"] is "41"', "at most 40"],
     ),
+    "HAMi's memory key above pools": (
+        "team-quota-within-pool-limits",
+        lambda r: set_at(
+            find(r, "ResourceQuota", "inference-gpu"), ["spec", "hard", "limits.nvidia.com/gpumem"], "61441"
+        ),
+        ['ResourceQuota inference-gpu: spec.hard["limits.nvidia.com/gpumem"] is "61441"', "lower it to 61440"],
+    ),
 }
 
 
