@@ -10,6 +10,8 @@ import textwrap
 from collections import Counter
 from typing import Any
 
+from gpushare import names
+from gpushare.capacity import QUOTA, team_quota
 from gpushare.catalog import load_catalog
 from gpushare.config import StackConfig
 from gpushare.costs import HELM_TYPE, CostPart, quota_needs, stack_cost
@@ -41,22 +43,27 @@ def _gib(mib: int) -> str:
 
 
 def team_rows(config: StackConfig) -> list[dict[str, Any]]:
-    """Each team's pools, tier and quota, in the units users think in beside those the ResourceQuota states."""
+    """Each team's pools, tier and quota, in the units users think in beside those the ResourceQuota states; a key
+    the team left out shows what the one quota model derives for it (capacity.team_quota), marked as left out."""
+    factor = config.hami.profile.memory_factor
     rows = []
     for team in config.teams:
-        quota = team.quota
+        quota = team_quota(config, team)
+        memory_mib = quota[names.GPU_MEMORY] * factor
+        stated = team.quota.model_dump()
         rows.append(
             {
                 "name": team.name,
                 "pools": list(team.pools),
                 "priority": team.priority,
                 "quota": {
-                    "gpus": quota.gpus,
-                    "gpuMemoryMib": quota.gpu_memory_mib,
-                    "gpuMemoryGib": round(quota.gpu_memory_mib / 1024, 2),
-                    "gpuCores": quota.gpu_cores,
-                    "gpuCoresAsGpus": quota.gpu_cores / 100,
-                    "sharedGpus": quota.shared_gpus,
+                    "gpus": quota[names.GPU],
+                    "gpuMemoryMib": memory_mib,
+                    "gpuMemoryGib": round(memory_mib / 1024, 2),
+                    "gpuCores": quota[names.GPU_CORES],
+                    "gpuCoresAsGpus": quota[names.GPU_CORES] / 100,
+                    "sharedGpus": quota[names.GPU_SHARED],
+                    "leftOut": [r.key for r in QUOTA if stated[r.key] is None],
                 },
             }
         )
@@ -168,6 +175,11 @@ def summary_lines(data: dict[str, Any]) -> list[str]:
         )
     lines += ["", "teams (ResourceQuota caps; gpus = vGPUs on HAMi pools plus whole GPUs on exclusive ones):"]
     lines += table(rows)
+    left_out = [
+        f"{team['name']}: {', '.join(team['quota']['leftOut'])}" for team in data["teams"] if team["quota"]["leftOut"]
+    ]
+    if left_out:
+        lines.append("  left out, so the most the team's pools can ever register: " + "; ".join(left_out))
 
     always = data["alwaysOn"]
     rows = [("always on", "count", "USD/h each", "USD/h", "USD/month")]

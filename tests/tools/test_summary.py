@@ -11,11 +11,11 @@ import sys
 import yaml
 
 from gpushare import names
-from gpushare.capacity import pool_plans
+from gpushare.capacity import pool_plans, team_quota
 from gpushare.costs import stack_cost
 from gpushare.loader import load_stack_config
 from tests.conftest import PLAN_DATE, ROOT, raw_stack, run_plan
-from tools.summary import SUMMARY_FILE, resource_kinds, stack_summary
+from tools.summary import SUMMARY_FILE, resource_kinds, stack_summary, team_rows
 
 
 def test_summary_json_holds_the_printed_figures(plans, prod):
@@ -44,11 +44,29 @@ def test_resources_by_kind_count_every_cloud_object_of_the_plan(plans):
 
 def test_teams_print_quotas_in_gib_and_gpus_beside_mib(plans, dev):
     out = plans["dev"]["_stdout"]
+    factor = dev.hami.profile.memory_factor
     for team in dev.teams:
-        mib = team.quota.gpu_memory_mib
+        quota = team_quota(dev, team)
+        mib = quota[names.GPU_MEMORY] * factor
         gib = f"{mib / 1024:.2f}".rstrip("0").rstrip(".")
         assert f"{mib} MiB ({gib} GiB)" in out
-        assert f"{team.quota.gpu_cores}% ({team.quota.gpu_cores / 100:g} GPUs)" in out
+        cores = quota[names.GPU_CORES]
+        assert f"{cores}% ({cores / 100:g} GPUs)" in out
+    assert "left out, so the most" not in out
+
+
+def test_a_quota_key_left_out_shows_what_the_quota_model_derives_for_it():
+    raw = raw_stack("dev")
+    raw["gpushare:teams"] = [
+        {**team, "quota": {"gpus": team["quota"]["gpus"]}} if team["name"] == "inference" else team
+        for team in raw["gpushare:teams"]
+    ]
+    config = load_stack_config(raw, today=PLAN_DATE)
+    inference = next(row for row in team_rows(config) if row["name"] == "inference")
+    derived = team_quota(config, next(team for team in config.teams if team.name == "inference"))
+    assert inference["quota"]["leftOut"] == ["gpuMemoryMib", "gpuCores", "sharedGpus"]
+    assert inference["quota"]["gpuCores"] == derived[names.GPU_CORES] > 0
+    assert inference["quota"]["gpuMemoryMib"] == derived[names.GPU_MEMORY] * config.hami.profile.memory_factor > 0
 
 
 def test_spot_pools_say_they_are_priced_on_demand(plans):
