@@ -52,7 +52,10 @@ def test_teams_print_quotas_in_gib_and_gpus_beside_mib(plans, dev):
         assert f"{mib} MiB ({gib} GiB)" in out
         cores = quota[names.GPU_CORES]
         assert f"{cores}% ({cores / 100:g} GPUs)" in out
-    assert "left out, so the most" not in out
+    stated = {team.name: team.quota.model_dump() for team in dev.teams}
+    left_out = [f"{name}: {', '.join(k for k, v in keys.items() if v is None)}" for name, keys in stated.items()]
+    expected = "; ".join(line for line in left_out if not line.endswith(": "))
+    assert f"left out, so the most the team's pools can ever register: {expected}" in out
 
 
 def test_a_quota_key_left_out_shows_what_the_quota_model_derives_for_it():
