@@ -141,22 +141,22 @@ BAD_CONFIG = [
     (
         "malformed number",
         _set("gpushare:pools.0.maxGpus", "eight"),
-        "gpushare:pools[0].maxGpus: Input should be a valid integer",
+        "gpushare:pools[0].maxGpus: takes a whole number, e.g. 4 (got 'eight')",
     ),
     (
         "negative quota",
         _set("gpushare:teams.0.quota.gpus", -1),
-        "gpushare:teams[0].quota.gpus: Input should be greater than or equal to 0 (got -1)",
+        "gpushare:teams[0].quota.gpus: -1 is too small; allowed: at least 0",
     ),
     (
         "bad capacity type",
         _set("gpushare:pools.0.capacityTypes", ["reserved"]),
-        "gpushare:pools[0].capacityTypes[0]: Input should be 'on-demand' or 'spot'",
+        "gpushare:pools[0].capacityTypes[0]: 'reserved' is not one of the choices; allowed: on-demand, spot",
     ),
     (
         "bad sharing mode",
         _set("gpushare:pools.0.sharing", "mig"),
-        "gpushare:pools[0].sharing: Input should be 'hami', 'exclusive' or 'timeslice'",
+        "gpushare:pools[0].sharing: 'mig' is not one of the choices; allowed: hami, exclusive, timeslice",
     ),
     (
         "timeslice without replicas",
@@ -171,7 +171,7 @@ BAD_CONFIG = [
     (
         "one replica per GPU",
         _set("gpushare:pools.2.replicas", 1),
-        "gpushare:pools[2].replicas: Input should be greater than or equal to 2 (got 1)",
+        "gpushare:pools[2].replicas: 1 is too small; allowed: at least 2",
     ),
     (
         "time-sliced quota above the pool",
@@ -193,10 +193,14 @@ BAD_CONFIG = [
     (
         "bad pool name",
         _set("gpushare:pools.0.name", "G5_Shared"),
-        "gpushare:pools[0].name: String should match pattern",
+        "gpushare:pools[0].name: 'G5_Shared' is not 1 to 32 lower-case letters, digits and '-', starting with a letter",
     ),
     ("unknown field", _set("gpushare:pools.0.maxGPUs", 3), "gpushare:pools[0].maxGPUs: unknown key"),
-    ("unknown top-level key", _set("gpushare:pool", []), "gpushare:pool: unknown key; allowed: gpushare:cluster"),
+    (
+        "unknown top-level key",
+        _set("gpushare:pool", []),
+        "gpushare:pool: unknown key; did you mean gpushare:pools? allowed: gpushare:",
+    ),
     ("missing region", _drop("aws:region"), "aws:region: is required"),
     ("missing pools", _drop("gpushare:pools"), "gpushare:pools: is required"),
     (
@@ -219,12 +223,12 @@ BAD_CONFIG = [
     (
         "memoryFactor of 0",
         _set("gpushare:hami.profile.memoryFactor", 0),
-        "gpushare:hami.profile.memoryFactor: Input should be greater than or equal to 1",
+        "gpushare:hami.profile.memoryFactor: 0 is too small; allowed: at least 1",
     ),
     (
         "memoryFactor above a GiB",
         _set("gpushare:hami.profile.memoryFactor", 2048),
-        "gpushare:hami.profile.memoryFactor: Input should be less than or equal to 1024",
+        "gpushare:hami.profile.memoryFactor: 2048 is too large; allowed: at most 1024",
     ),
     (
         "HAMi pool past the mock ceiling",
@@ -247,7 +251,7 @@ BAD_CONFIG = [
     (
         "bad scheduler policy",
         _set("gpushare:hami.schedulerPolicy.node", "random"),
-        "gpushare:hami.schedulerPolicy.node: Input should be 'binpack' or 'spread'",
+        "gpushare:hami.schedulerPolicy.node: 'random' is not one of the choices; allowed: binpack, spread",
     ),
     (
         "public endpoint without cidrs",
@@ -262,7 +266,7 @@ BAD_CONFIG = [
     (
         "bad kubernetes version",
         _set("gpushare:cluster.kubernetesVersion", "1.34.2"),
-        "gpushare:cluster.kubernetesVersion: String should match pattern",
+        "gpushare:cluster.kubernetesVersion: '1.34.2' is not a Kubernetes minor version written as a string",
     ),
     (
         "subnets without vpc",
@@ -272,7 +276,7 @@ BAD_CONFIG = [
     (
         "ami alias not pinned form",
         _set("gpushare:karpenter.amiVersion", "2026.09"),
-        "gpushare:karpenter.amiVersion: String should match pattern",
+        "gpushare:karpenter.amiVersion: '2026.09' is not latest or an EKS AMI release like v20260903",
     ),
     (
         "reserved namespace",
@@ -282,12 +286,12 @@ BAD_CONFIG = [
     (
         "bad role arn",
         _set("gpushare:teams.0.namespaceAccessRoleArn", "ml-devs"),
-        "gpushare:teams[0].namespaceAccessRoleArn: String should match pattern",
+        "gpushare:teams[0].namespaceAccessRoleArn: 'ml-devs' is not an IAM role ARN like arn:aws:iam::",
     ),
     (
         "bad duration",
         _set("gpushare:pools.0.disruption", {"consolidateAfter": "ten minutes"}),
-        "gpushare:pools[0].disruption.consolidateAfter: String should match pattern",
+        "gpushare:pools[0].disruption.consolidateAfter: 'ten minutes' is not a duration in hours, minutes and ",
     ),
     (
         "repeated instance type",
@@ -410,7 +414,7 @@ BAD_CONFIG = [
     (
         "mirrors not a map",
         _set("gpushare:registryMirrors", ["docker.io"]),
-        "gpushare:registryMirrors: Input should be a valid dictionary",
+        "gpushare:registryMirrors: takes a map of `key: value` lines (got ['docker.io'])",
     ),
     (
         "termination grace period not a duration",
@@ -513,12 +517,12 @@ def test_mock_images_from_upstream_or_a_mirror_are_accepted(image):
         (
             "quotaUsePercent",
             100,
-            "gpushare:monitoring.alerts.quotaUsePercent: Input should be less than or equal to 99",
+            "gpushare:monitoring.alerts.quotaUsePercent: 100 is too large; allowed: at most 99 percent",
         ),
         (
             "nodeIdleUtilizationPercent",
             0,
-            "gpushare:monitoring.alerts.nodeIdleUtilizationPercent: Input should be greater than or equal to 1",
+            "gpushare:monitoring.alerts.nodeIdleUtilizationPercent: 0 is too small; allowed: at least 1 percent",
         ),
     ],
 )
@@ -724,7 +728,8 @@ def test_one_bad_value_is_one_line():
     with pytest.raises(ConfigError) as caught:
         load_stack_config(raw, today=PLAN_DATE)
     assert str(caught.value).splitlines() == [
-        "gpushare:pools[0].capacityTypes[0]: Input should be 'on-demand' or 'spot' (got 'spto')"
+        "gpushare:pools[0].capacityTypes[0]: 'spto' is not one of the choices; did you mean spot? allowed: on-demand, "
+        "spot"
     ]
 
 
