@@ -61,10 +61,14 @@ def _text_matching(pattern: str, example: str) -> Any:
 
 
 def _cidr(value: str) -> str:
+    """A CIDR with its prefix length written out: a bare address is not a CIDR (ipaddress would silently read it as
+    a /32), and the stack file should say the range it admits, as it does for a name, which is refused."""
     try:
-        ipaddress.ip_network(value, strict=True)
+        network = ipaddress.ip_network(value, strict=True)
     except ValueError:
         raise ValueError(f"{value!r} is not a CIDR like 203.0.113.0/24 (host bits zero)") from None
+    if "/" not in value:
+        raise ValueError(f"{value!r} is an address, not a CIDR: write {value}/{network.max_prefixlen}")
     return value
 
 
