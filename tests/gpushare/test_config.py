@@ -264,6 +264,17 @@ BAD_CONFIG = [
         "gpushare:cluster.endpoint.publicAccessCidrs[0]: '10.0.0.1/8' is not a CIDR",
     ),
     (
+        "bare address where a CIDR goes",  # a name is refused, so an address without its prefix length is too
+        _set("gpushare:cluster.endpoint.publicAccessCidrs", ["203.0.113.7"]),
+        "gpushare:cluster.endpoint.publicAccessCidrs[0]: '203.0.113.7' is an address, not a CIDR: write 203.0.113.7/32",
+    ),
+    (
+        "bare IPv6 address where a CIDR goes",
+        _set("gpushare:cluster.endpoint.privateAccessCidrs", ["2001:db8::7"]),
+        "gpushare:cluster.endpoint.privateAccessCidrs[0]: '2001:db8::7' is an address, not a CIDR: write "
+        "2001:db8::7/128",
+    ),
+    (
         "bad kubernetes version",
         _set("gpushare:cluster.kubernetesVersion", "1.34.2"),
         "gpushare:cluster.kubernetesVersion: '1.34.2' is not a Kubernetes minor version written as a string",
@@ -1003,3 +1014,56 @@ def test_harmless_keys_without_effect_are_warned_about(change, expected):
 )
 def test_keys_with_an_effect_draw_no_warning(change):
     assert _warnings(change) == []
+
+
+@pytest.mark.parametrize(
+    ("mutate", "line"),
+    [
+        (
+            _set("gpushare:cluster.kubernetesVersion", "1.29"),
+            "gpushare:cluster.kubernetesVersion: 1.29 is not a Kubernetes minor gpushare supports on EKS; allowed: "
+            "1.34, 1.35, 1.36",
+        ),
+        (
+            _set("gpushare:teams.0.pools.0", "g5-sharde"),
+            "gpushare:teams[0].pools[0]: unknown pool 'g5-sharde'; did you mean g5-shared? allowed: g5-shared, "
+            "g4dn-shared, g6-timeslice",
+        ),
+        (
+            _set("gpushare:pools.0.name", "g5-sharde"),
+            "gpushare:teams[0].pools[0]: unknown pool 'g5-shared'; did you mean g5-sharde? allowed: g5-sharde, "
+            "g4dn-shared, g6-timeslice",
+        ),
+    ],
+    ids=["unsupported kubernetes version", "team misspells its pool", "pool renamed under its team"],
+)
+def test_one_cause_one_line(mutate, line):
+    """A consequence of an error already reported is not reported again: the features an unsupported Kubernetes
+    minor lacks (dev's teams use MutatingAdmissionPolicy, GA in 1.36), the pool no team lists because its name was
+    misspelt."""
+    raw = raw_stack("dev")
+    mutate(raw)
+    with pytest.raises(ConfigError) as caught:
+        load_stack_config(raw, today=PLAN_DATE)
+    assert str(caught.value).splitlines() == [line]
+
+
+def test_a_pool_no_team_lists_is_still_refused_when_no_misspelling_explains_it():
+    raw = raw_stack("dev")
+    raw["gpushare:teams"][0]["pools"][0] = "a100-pool"
+    with pytest.raises(ConfigError) as caught:
+        load_stack_config(raw, today=PLAN_DATE)
+    assert [line.split(": ")[0] for line in str(caught.value).splitlines()] == [
+        "gpushare:teams[0].pools[0]",
+        "gpushare:pools[0].name",
+    ]
+
+
+def test_a_supported_version_without_mutating_admission_policy_still_names_each_key():
+    """1.35 is supported, so what it lacks is a problem of its own, at each key that needs it."""
+    raw = raw_stack("dev")
+    raw["gpushare:cluster"]["kubernetesVersion"] = "1.35"
+    with pytest.raises(ConfigError) as caught:
+        load_stack_config(raw, today=PLAN_DATE)
+    lines = str(caught.value).splitlines()
+    assert lines and all("MutatingAdmissionPolicy" in line for line in lines), lines
