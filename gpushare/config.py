@@ -1089,14 +1089,14 @@ CONFIG_KEYS = tuple(field.alias or name for name, field in StackConfig.model_fie
 # (gpushare/wording.py; tests/gpushare/test_wording.py holds this table to the patterns the schema uses).
 PATTERN_RULES: dict[str, str] = {
     r"^[a-z]{2}(-gov)?-[a-z]+-[0-9]$": "an AWS region name like us-west-2",
-    r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$": "2 to 32 lower-case letters, digits and '-', starting with a letter and ending "
-    "with a letter or digit, e.g. gpushare-dev",
+    r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$": "a name of 2 to 32 lower-case letters, digits and '-', starting with a "
+    "letter and ending with a letter or digit, e.g. gpushare-dev",
     r"^1\.[0-9]{2}$": 'a Kubernetes minor version written as a string, like "1.36"',
     r"^vpc-[0-9a-f]{8,17}$": "a VPC id: vpc- and 8 to 17 hex digits, e.g. vpc-0abc1234def567890",
     r"^(latest|v[0-9]{8})$": "latest or an EKS AMI release like v20260903",
     r"^[0-9]+\.[0-9]+\.[0-9]+$": "a chart version: three numbers without a leading v, e.g. 0.20.1",
-    DNS_LABEL: "1 to 32 lower-case letters, digits and '-', starting with a letter and ending with a letter or digit, "
-    "e.g. ml-research",
+    DNS_LABEL: "a name of 1 to 32 lower-case letters, digits and '-', starting with a letter and ending with a "
+    "letter or digit, e.g. ml-research",
     karpenter_api.DURATION_OR_NEVER_PATTERN: "a duration in hours, minutes and seconds like 30s, 5m or 1h30m, or Never",
     karpenter_api.DURATION_PATTERN: "a duration in hours, minutes and seconds like 30s, 5m or 1h30m",
     karpenter_api.BUDGET_NODES_PATTERN: "a number of nodes like 1, or a percentage from 0% to 100% like 10%",

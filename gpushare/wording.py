@@ -208,21 +208,22 @@ class Wording:
         hint = f"did you mean {nearest[0]}? " if nearest and nearest[0] != str(value) else ""
         return f"{short(value)} is not one of the choices; {hint}allowed: {', '.join(allowed)}"
 
-    def _bound(self, loc: tuple, value: Any, relation: str, limit: str) -> str:
+    def _bound(self, loc: tuple, value: Any, relation: tuple[str, str], limit: Any) -> str:
         unit = self.unit(loc)
-        return f"{short(value)} is too {relation}; allowed: {limit}{f' {unit[0]}' if unit else ''}"
+        number = f"{limit:g}" if isinstance(limit, float) else f"{limit}"
+        return f"{short(value)} is too {relation[0]}; allowed: {relation[1]} {number}{f' {unit[0]}' if unit else ''}"
 
     def _greater_than_equal(self, loc: tuple, ctx: dict, value: Any, got: str) -> str:
-        return self._bound(loc, value, "small", f"at least {ctx.get('ge')}")
+        return self._bound(loc, value, ("small", "at least"), ctx.get("ge"))
 
     def _greater_than(self, loc: tuple, ctx: dict, value: Any, got: str) -> str:
-        return self._bound(loc, value, "small", f"more than {ctx.get('gt')}")
+        return self._bound(loc, value, ("small", "more than"), ctx.get("gt"))
 
     def _less_than_equal(self, loc: tuple, ctx: dict, value: Any, got: str) -> str:
-        return self._bound(loc, value, "large", f"at most {ctx.get('le')}")
+        return self._bound(loc, value, ("large", "at most"), ctx.get("le"))
 
     def _less_than(self, loc: tuple, ctx: dict, value: Any, got: str) -> str:
-        return self._bound(loc, value, "large", f"less than {ctx.get('lt')}")
+        return self._bound(loc, value, ("large", "less than"), ctx.get("lt"))
 
     def _value_error(self, loc: tuple, ctx: dict, value: Any, got: str) -> str:
         return str(ctx.get("error", "")) or f"is not allowed{got}"

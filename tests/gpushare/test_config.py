@@ -193,7 +193,7 @@ BAD_CONFIG = [
     (
         "bad pool name",
         _set("gpushare:pools.0.name", "G5_Shared"),
-        "gpushare:pools[0].name: 'G5_Shared' is not 1 to 32 lower-case letters, digits and '-', starting with a letter",
+        "gpushare:pools[0].name: 'G5_Shared' is not a name of 1 to 32 lower-case letters, digits and '-'",
     ),
     ("unknown field", _set("gpushare:pools.0.maxGPUs", 3), "gpushare:pools[0].maxGPUs: unknown key"),
     (
