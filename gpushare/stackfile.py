@@ -70,6 +70,13 @@ def parse_key(key: Any, project: str, project_keys: tuple[str, ...]) -> tuple[st
     raise ConfigError(str(key), f"not a configuration key: {KEY_FORM}{hint}")
 
 
+def engine_key(key: str) -> str:
+    """The key as the engine hands it to the program: `<namespace>:<name>`, also for one written in the legacy form
+    (a key it cannot parse stays as written, for the loader to refuse)."""
+    parts = key.split(":")
+    return f"{parts[0]}:{parts[2]}" if len(parts) == 3 and parts[1] == LEGACY_MODULE and parts[0] and parts[2] else key
+
+
 def is_secure(value: Any) -> bool:
     """A stack file's encrypted value, `{secure: v1:...}` (the engine decrypts it before the program runs; offline it
     arrives as written, or as its JSON text)."""
