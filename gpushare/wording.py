@@ -191,7 +191,7 @@ class Wording:
         return f"takes at most {ctx.get('max_length')} items (got {ctx.get('actual_length')})"
 
     def _dict_type(self, loc: tuple, ctx: dict, value: Any, got: str) -> str:
-        return f"takes a map of `key: value` lines{got}"
+        return f"takes a map of keys to values{got}"
 
     def _model_type(self, loc: tuple, ctx: dict, value: Any, got: str) -> str:
         keys = self.keys(loc)

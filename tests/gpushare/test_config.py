@@ -425,7 +425,7 @@ BAD_CONFIG = [
     (
         "mirrors not a map",
         _set("gpushare:registryMirrors", ["docker.io"]),
-        "gpushare:registryMirrors: takes a map of `key: value` lines (got ['docker.io'])",
+        "gpushare:registryMirrors: takes a map of keys to values (got ['docker.io'])",
     ),
     (
         "termination grace period not a duration",
