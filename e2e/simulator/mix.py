@@ -39,6 +39,7 @@ from gpushare.catalog import Catalog
 from gpushare.errors import UserError, all_errors, key_path
 from gpushare.files import read_yaml
 from gpushare.stackfile import read_stack_file
+from gpushare.wording import Wording
 
 # "Settled" means nothing changed for longer than kube-scheduler takes to retry a pod it found unschedulable:
 # with HAMi, a pod tried before HAMi has read its new node waits in the unschedulable queue until a cluster event
@@ -88,7 +89,7 @@ def workload_problems(raw: Any, config: dict[str, Any] | None) -> list[str]:
     except ValidationError as error:
         lines.update(
             (problem.key, str(problem).removeprefix(f"{problem.key}: "))
-            for problem in all_errors(error, lambda loc: key_path("", loc) or "(top level)").errors
+            for problem in all_errors(error, lambda loc: key_path("", loc) or "(top level)", Wording(Workload)).errors
         )
     items = raw.get("pods") if isinstance(raw, dict) else None
     groups, seen = [], {}
