@@ -98,7 +98,15 @@ def all_errors(
     once: a list whose items failed also fails its length check "after validation", so an error above a key that
     has its own is dropped; what is left is merged per key."""
     wording = wording or Wording()
-    found = [problem for detail in error.errors(include_url=False) for problem in _problems(detail, wording)]
+    details = error.errors(include_url=False)
+    # A misspelt key is one mistake: the key it meant is not also "required".
+    meant = {
+        (*detail["loc"][:-1], key)
+        for detail in details
+        if detail["type"] == "extra_forbidden" and (key := wording.meant(tuple(detail["loc"]))) is not None
+    }
+    details = [detail for detail in details if not (detail["type"] == "missing" and tuple(detail["loc"]) in meant)]
+    found = [problem for detail in details for problem in _problems(detail, wording)]
     kept = [(loc, message) for loc, message in found if not any(_below(other, loc) for other, _ in found)]
     lines: dict[str, list[str]] = {}
     for loc, message in kept:

@@ -101,12 +101,17 @@ class Wording:
     def _missing(self, loc: tuple, ctx: dict, value: Any, got: str) -> str:
         return "is required"
 
+    def meant(self, loc: Sequence[int | str]) -> str | None:
+        """The key an unknown one at `loc` most likely meant, among its map's keys (`maxGPUs` -> `maxGpus`)."""
+        nearest = difflib.get_close_matches(str(loc[-1]), self.keys(loc[:-1]), n=1, cutoff=0.6) if loc else []
+        return nearest[0] if nearest else None
+
     def _extra_forbidden(self, loc: tuple, ctx: dict, value: Any, got: str) -> str:
         allowed = self.keys(loc[:-1])
         if not allowed:
             return "unknown key"
-        nearest = difflib.get_close_matches(str(loc[-1]), allowed, n=1, cutoff=0.6)
-        hint = f"did you mean {nearest[0]}? " if nearest else ""
+        meant = self.meant(loc)
+        hint = f"did you mean {meant}? " if meant else ""
         return f"unknown key; {hint}allowed: {', '.join(allowed)}"
 
     def _whole_number(self, loc: tuple, value: Any, got: str) -> str:

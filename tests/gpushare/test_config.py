@@ -1034,13 +1034,18 @@ def test_keys_with_an_effect_draw_no_warning(change):
             "gpushare:teams[0].pools[0]: unknown pool 'g5-shared'; did you mean g5-sharde? allowed: g5-sharde, "
             "g4dn-shared, g6-timeslice",
         ),
+        (
+            lambda raw: raw["gpushare:pools"][0].__setitem__("maxGPUs", raw["gpushare:pools"][0].pop("maxGpus")),
+            "gpushare:pools[0].maxGPUs: unknown key; did you mean maxGpus? allowed: name, instanceTypes, "
+            "capacityTypes, maxGpus, sharing, replicas, disruption",
+        ),
     ],
-    ids=["unsupported kubernetes version", "team misspells its pool", "pool renamed under its team"],
+    ids=["unsupported kubernetes version", "team misspells its pool", "pool renamed under its team", "misspelt key"],
 )
 def test_one_cause_one_line(mutate, line):
     """A consequence of an error already reported is not reported again: the features an unsupported Kubernetes
     minor lacks (dev's teams use MutatingAdmissionPolicy, GA in 1.36), the pool no team lists because its name was
-    misspelt."""
+    misspelt, the key a misspelt one meant ("is required")."""
     raw = raw_stack("dev")
     mutate(raw)
     with pytest.raises(ConfigError) as caught:
