@@ -122,8 +122,9 @@ def load_stack_config(
             name = _project_key(key, value, secret_keys)
         except ConfigError as error:
             problems.errors.append(error)
+            # a misspelt key's value stands in for the key it meant; never a refused key's own (a secret's)
             meant = stackfile.nearest_key(str(key), PROJECT, CONFIG_KEYS)
-            if meant is not None and meant.startswith(f"{PROJECT}:") and not stackfile.is_secure(value):
+            if meant is not None and meant.startswith(f"{PROJECT}:") and meant != stackfile.engine_key(str(key)):
                 stand_ins.setdefault(meant.partition(":")[2], value)
             continue
         if name is None:

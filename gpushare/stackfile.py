@@ -57,14 +57,22 @@ def namespaces() -> dict[str, Namespace]:
     return {name: Namespace(name, entry["reader"], frozenset(entry.get("keys") or ())) for name, entry in data.items()}
 
 
-def parse_key(key: Any, project: str, project_keys: tuple[str, ...]) -> tuple[str, str]:
-    """`(namespace, name)` of a stack-file key, as the engine's ParseKey splits it (the legacy form names the same
-    key); otherwise the CLI's refusal, with the key it most likely meant."""
+def _split(key: Any) -> tuple[str, str] | None:
+    """`(namespace, name)` as ParseKey splits a key: one colon, or the legacy form's two around `config`."""
     parts = key.split(":") if isinstance(key, str) else []
     if len(parts) == 2:
         return parts[0], parts[1]
     if len(parts) == 3 and parts[1] == LEGACY_MODULE and parts[0] and parts[2]:
         return parts[0], parts[2]
+    return None
+
+
+def parse_key(key: Any, project: str, project_keys: tuple[str, ...]) -> tuple[str, str]:
+    """`(namespace, name)` of a stack-file key, as the engine's ParseKey splits it (the legacy form names the same
+    key); otherwise the CLI's refusal, with the key it most likely meant."""
+    split = _split(key)
+    if split is not None:
+        return split
     nearest = nearest_key(str(key), project, project_keys)
     hint = f"; did you mean {nearest}?" if nearest else ""
     raise ConfigError(str(key), f"not a configuration key: {KEY_FORM}{hint}")
@@ -73,8 +81,8 @@ def parse_key(key: Any, project: str, project_keys: tuple[str, ...]) -> tuple[st
 def engine_key(key: str) -> str:
     """The key as the engine hands it to the program: `<namespace>:<name>`, also for one written in the legacy form
     (a key it cannot parse stays as written, for the loader to refuse)."""
-    parts = key.split(":")
-    return f"{parts[0]}:{parts[2]}" if len(parts) == 3 and parts[1] == LEGACY_MODULE and parts[0] and parts[2] else key
+    split = _split(key)
+    return f"{split[0]}:{split[1]}" if split is not None else key
 
 
 def is_secure(value: Any) -> bool:

@@ -125,6 +125,8 @@ def test_a_secret_project_value_is_refused_offline_and_under_the_engine():
     [line] = _lines(offline)
     assert line.startswith("gpushare:hami: is a secret (secure:): gpushare keys hold no secrets")
     assert _lines(raw_stack("dev"), secret_keys={"gpushare:hami"}) == [line]
+    decrypted = {**raw_stack("dev"), "gpushare:hami": {"chartVersion": "s3cr3t"}}
+    assert _lines(decrypted, secret_keys={"gpushare:hami"}) == [line]  # refused, never validated and echoed
 
 
 def test_pulumi_up_refuses_a_key_nobody_reads_as_the_plan_does():
