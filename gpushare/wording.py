@@ -20,10 +20,11 @@ from pydantic.fields import FieldInfo
 
 # Units a key's name ends in (`memoryMib`, `diskSizeGib`), the project's rule for numbers with a unit.
 UNITS = {"Mib": ("MiB", 1), "Gib": ("GiB", 1024), "Seconds": ("seconds", None), "Percent": ("percent", None)}
-# Kubernetes quantities a user may write where a key takes a plain number of MiB.
-QUANTITY = re.compile(r"^([0-9]+)(Mi|Gi|Ti|M|G|T)$")
-QUANTITY_MIB = {"Mi": 1, "Gi": 1024, "Ti": 1024 * 1024, "M": 1, "G": 1024, "T": 1024 * 1024}
-QUANTITY_NAMES = {"Mi": "MiB", "Gi": "GiB", "Ti": "TiB", "M": "MB", "G": "GB", "T": "TB"}
+# Binary Kubernetes quantities a user may write where a key takes a plain number of MiB or GiB (the decimal M, G
+# and T are powers of ten: no whole number of MiB to suggest).
+QUANTITY = re.compile(r"^([0-9]+)(Mi|Gi|Ti)$")
+QUANTITY_MIB = {"Mi": 1, "Gi": 1024, "Ti": 1024 * 1024}
+QUANTITY_NAMES = {"Mi": "MiB", "Gi": "GiB", "Ti": "TiB"}
 
 
 def short(value: Any) -> str:
@@ -84,6 +85,11 @@ class Wording:
             return [field.alias or name for name, field in model.model_fields.items()]
         return []
 
+    def meant(self, loc: Sequence[int | str]) -> str | None:
+        """The key an unknown one at `loc` most likely meant, among its map's keys (`maxGPUs` -> `maxGpus`)."""
+        nearest = difflib.get_close_matches(str(loc[-1]), self.keys(loc[:-1]), n=1, cutoff=0.6) if loc else []
+        return nearest[0] if nearest else None
+
     def example(self, loc: Sequence[int | str]) -> str:
         """`, e.g. {node: binpack, gpu: spread}`: the map at `loc` with its defaults, when it has one short enough."""
         model = _unwrap(self.annotation_at(loc))
@@ -101,11 +107,6 @@ class Wording:
     def _missing(self, loc: tuple, ctx: dict, value: Any, got: str) -> str:
         return "is required"
 
-    def meant(self, loc: Sequence[int | str]) -> str | None:
-        """The key an unknown one at `loc` most likely meant, among its map's keys (`maxGPUs` -> `maxGpus`)."""
-        nearest = difflib.get_close_matches(str(loc[-1]), self.keys(loc[:-1]), n=1, cutoff=0.6) if loc else []
-        return nearest[0] if nearest else None
-
     def _extra_forbidden(self, loc: tuple, ctx: dict, value: Any, got: str) -> str:
         allowed = self.keys(loc[:-1])
         if not allowed:
@@ -120,10 +121,10 @@ class Wording:
             return f"takes a whole number, e.g. 4{got}"
         name, mib = unit
         match = QUANTITY.match(value) if isinstance(value, str) else None
-        if match and mib is not None:
-            amount = int(match.group(1)) * QUANTITY_MIB[match.group(2)] // mib
+        in_mib = int(match.group(1)) * QUANTITY_MIB[match.group(2)] if match else 0
+        if match and mib is not None and in_mib % mib == 0:
             written = f"{match.group(1)} {QUANTITY_NAMES[match.group(2)]}"
-            return f"takes a whole number of {name}, without a unit: write {amount} for {written}{got}"
+            return f"takes a whole number of {name}, without a unit: write {in_mib // mib} for {written}{got}"
         if name == "MiB":
             return f"takes a whole number of MiB, e.g. 49152 for 48 GiB{got}"
         return f"takes a whole number of {name}, e.g. 100{got}"

@@ -194,8 +194,31 @@ def _line(path: str, value: Any, stack: str = "dev") -> str:
             5,
             "gpushare:cluster.systemNodeGroup.diskSizeGib: 5 is too small; allowed: at least 20 GiB",
         ),
+        (
+            "gpushare:cluster.systemNodeGroup.diskSizeGib",
+            "100Gi",
+            "gpushare:cluster.systemNodeGroup.diskSizeGib: takes a whole number of GiB, without a unit: write 100 for "
+            "100 GiB (got '100Gi')",
+        ),
+        (
+            "gpushare:cluster.systemNodeGroup.diskSizeGib",
+            "500Mi",
+            "gpushare:cluster.systemNodeGroup.diskSizeGib: takes a whole number of GiB, e.g. 100 (got '500Mi')",
+        ),
     ],
-    ids=["list", "map", "unquoted version", "unit", "not a number", "naming rule", "unknown key", "choice", "bound"],
+    ids=[
+        "list",
+        "map",
+        "unquoted version",
+        "unit",
+        "not a number",
+        "naming rule",
+        "unknown key",
+        "choice",
+        "bound",
+        "GiB written with its unit",
+        "no whole number to suggest",
+    ],
 )
 def test_messages_say_what_the_key_takes(path, value, line):
     assert _line(path, value) == line
