@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from gpushare.errors import UserError
 from gpushare.files import read_json
+from gpushare.wording import Wording
 
 from . import rules
 from .rule import Level, Rule
@@ -108,9 +109,8 @@ def _validated(rule: Rule, settings: dict[str, Any], source: str) -> dict[str, A
         detail = error.errors(include_url=False)[0]
         key = ".".join(str(part) for part in detail["loc"])
         allowed = ", ".join(rule.config_schema())
-        raise PolicyConfigError(
-            f"{source}: {rule.name}.{key}: {detail['msg']} (got {detail.get('input')!r}; properties: {allowed})"
-        ) from None
+        problem = Wording(rule.config).message(detail)
+        raise PolicyConfigError(f"{source}: {rule.name}.{key}: {problem} (properties: {allowed})") from None
     return settings
 
 
