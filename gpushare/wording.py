@@ -146,7 +146,8 @@ class Wording:
 
     def _string_type(self, loc: tuple, ctx: dict, value: Any, got: str) -> str:
         if isinstance(value, bool):
-            return f'takes text; YAML read {str(value).lower()} as true/false: write it in quotes, "{value}"'
+            word = str(value).lower()
+            return f"takes text; YAML read {word} here (it reads yes/no and on/off as true/false too): quote the text"
         if isinstance(value, int | float):
             text = self.as_written(loc, value)
             lost = " (YAML drops the trailing zero of a number)" if text != f"{value}" else ""

@@ -205,6 +205,12 @@ def _line(path: str, value: Any, stack: str = "dev") -> str:
             "500Mi",
             "gpushare:cluster.systemNodeGroup.diskSizeGib: takes a whole number of GiB, e.g. 100 (got '500Mi')",
         ),
+        (
+            "gpushare:pools.0.name",
+            True,  # what YAML reads from an unquoted `on` or `yes`
+            "gpushare:pools[0].name: takes text; YAML read true here (it reads yes/no and on/off as true/false too): "
+            "quote the text",
+        ),
     ],
     ids=[
         "list",
@@ -218,6 +224,7 @@ def _line(path: str, value: Any, stack: str = "dev") -> str:
         "bound",
         "GiB written with its unit",
         "no whole number to suggest",
+        "true where text goes",
     ],
 )
 def test_messages_say_what_the_key_takes(path, value, line):
