@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 import pulumi
 import pulumi_aws as aws
-from pulumi.runtime.config import CONFIG, get_config_env
+from pulumi.runtime.config import CONFIG, get_config_env, get_config_secret_keys_env, is_config_secret
 
 from components.capacity import GpuCapacity, GpuCapacityArgs, PoolObjects
 from components.cluster import Cluster, ClusterArgs
@@ -33,8 +33,12 @@ from gpushare.render.tenancy import priority_classes, team_objects
 
 # The day EKS support windows are judged for: today for `pulumi up`; the offline plan passes its own (tools/offline.py).
 today = globals().get("PLAN_DATE") or datetime.now(UTC).date()
+# The whole config the engine passes, every key judged as the offline plan judges the stack file: a key nobody
+# reads is refused here too, and a `gpushare:` value set with --secret (the engine decrypts it) as offline.
+raw_config = {**get_config_env(), **CONFIG.get()}
+secret_keys = {key for key in raw_config if is_config_secret(key)} | set(get_config_secret_keys_env())
 try:
-    config = load_stack_config({**get_config_env(), **CONFIG.get()}, today=today)
+    config = load_stack_config(raw_config, today=today, secret_keys=secret_keys)
 except UserError as error:
     raise pulumi.RunError(str(error)) from None
 for line in ineffective_keys(config):

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from gpushare.errors import UserError, first_error, key_path
 from gpushare.files import SAFE_LOADER
+from gpushare.wording import Wording
 
 CATALOG_PATH = Path(__file__).with_name("catalog.yaml")
 
@@ -202,7 +203,9 @@ def parse_catalog(data: object) -> Catalog:
     try:
         return Catalog.model_validate(data)
     except ValidationError as error:
-        raise CatalogError(f"catalog.yaml: {first_error(error, lambda loc: key_path('', loc))}") from None
+        raise CatalogError(
+            f"catalog.yaml: {first_error(error, lambda loc: key_path('', loc), Wording(Catalog))}"
+        ) from None
 
 
 @cache

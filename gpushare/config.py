@@ -83,10 +83,14 @@ def _text_matching(pattern: str, example: str) -> Any:
 
 
 def _cidr(value: str) -> str:
+    """A CIDR with its prefix length written out: a bare address is not a CIDR (ipaddress would silently read it as
+    a /32), and the stack file should say the range it admits, as it does for a name, which is refused."""
     try:
-        ipaddress.ip_network(value, strict=True)
+        network = ipaddress.ip_network(value, strict=True)
     except ValueError:
         raise ValueError(f"{value!r} is not a CIDR like 203.0.113.0/24 (host bits zero)") from None
+    if "/" not in value:
+        raise ValueError(f"{value!r} is an address, not a CIDR: write {value}/{network.max_prefixlen}")
     return value
 
 
@@ -1109,3 +1113,32 @@ class StackConfig(_Model):
 
 # The `gpushare:*` keys a stack file may set: every StackConfig field but the region (which is `aws:region`).
 CONFIG_KEYS = tuple(field.alias or name for name, field in StackConfig.model_fields.items() if name != "region")
+
+# Each string pattern a key above takes, in words: a refused value is told the rule, never the regular expression
+# (gpushare/wording.py; tests/gpushare/test_wording.py holds this table to the patterns the schema uses).
+PATTERN_RULES: dict[str, str] = {
+    r"^[a-z]{2}(-gov)?-[a-z]+-[0-9]$": "an AWS region name like us-west-2",
+    r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$": "a name of 2 to 32 lower-case letters, digits and '-', starting with a "
+    "letter and ending with a letter or digit, e.g. gpushare-dev",
+    r"^1\.[0-9]{2}$": 'a Kubernetes minor version written as a string, like "1.36"',
+    r"^vpc-[0-9a-f]{8,17}$": "a VPC id: vpc- and 8 to 17 hex digits, e.g. vpc-0abc1234def567890",
+    r"^(latest|v[0-9]{8})$": "latest or an EKS AMI release like v20260903",
+    r"^[0-9]+\.[0-9]+\.[0-9]+$": "a chart version: three numbers without a leading v, e.g. 0.20.1",
+    DNS_LABEL: "a name of 1 to 32 lower-case letters, digits and '-', starting with a letter and ending with a "
+    "letter or digit, e.g. ml-research",
+    karpenter_api.DURATION_OR_NEVER_PATTERN: "a duration in hours, minutes and seconds like 30s, 5m or 1h30m, or Never",
+    karpenter_api.DURATION_PATTERN: "a duration in hours, minutes and seconds like 30s, 5m or 1h30m",
+    karpenter_api.BUDGET_NODES_PATTERN: "a number of nodes like 1, or a percentage from 0% to 100% like 10%",
+    karpenter_api.BUDGET_DURATION_PATTERN: "a duration in hours and minutes like 30m, 8h or 1h30m",
+    r"^arn:aws[a-z-]*:iam::[0-9]{12}:role/[\w+=,.@/-]+$": "an IAM role ARN like "
+    "arn:aws:iam::123456789012:role/ml-research",
+    r"^([1-9][0-9]*m|[1-9][0-9]*(\.[0-9]{1,3})?|0\.[0-9]{0,2}[1-9])$": "an amount of CPU like 2, 0.5 or 500m",
+    r"^[1-9][0-9]*(Mi|Gi)$": "an amount of memory in Mi or Gi like 4096Mi or 16Gi",
+    r"^[0-9]+(h|d|w)$": "a time in hours, days or weeks like 12h, 15d or 2w",
+    r"^[1-9][0-9]*Gi$": "a size in Gi like 50Gi",
+    r"^https?://[^\s/]+(:[0-9]+)?(/\S*)?$": "an http or https URL like http://prometheus.monitoring:9090",
+    SECRET_NAME: "a Kubernetes Secret name: lower-case letters, digits, '-' and '.', starting and ending with a "
+    "letter or digit, e.g. alertmanager-slack",
+    SECRET_KEY: "a key of a Secret's data: letters, digits, '-', '_' and '.', e.g. webhook-url",
+    r"^[#@][^\s#@]{1,80}$": "a Slack channel like #gpu-alerts, or a user like @someone, without spaces",
+}

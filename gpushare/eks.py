@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from gpushare.errors import UserError, first_error, key_path
 from gpushare.files import read_yaml
+from gpushare.wording import Wording
 
 EKS_SUPPORT_PATH = Path(__file__).with_name("eks-support.yaml")
 # How long ahead of the end of standard support the policy pack warns: one quarter to plan an upgrade.
@@ -83,7 +84,9 @@ def load_eks_support(path: Path = EKS_SUPPORT_PATH) -> EksSupport:
     try:
         return EksSupport.model_validate(read_yaml(path))
     except ValidationError as error:
-        raise EksSupportError(f"{path.name}: {first_error(error, lambda loc: key_path('', loc))}") from None
+        raise EksSupportError(
+            f"{path.name}: {first_error(error, lambda loc: key_path('', loc), Wording(EksSupport))}"
+        ) from None
 
 
 def support_problem(

@@ -7,6 +7,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from gpushare.wording import Wording
+
 
 class UserError(Exception):
     """A mistake in input the user controls (config, catalog, plan file); shown without a traceback."""
@@ -81,16 +83,30 @@ def key_path(root: str, loc: Sequence[int | str]) -> str:
     return path
 
 
-def first_error(error: ValidationError, render_key: Callable[[tuple[int | str, ...]], str]) -> ConfigError:
+def first_error(
+    error: ValidationError, render_key: Callable[[tuple[int | str, ...]], str], wording: Wording | None = None
+) -> ConfigError:
     """Pydantic's first complaint as a ConfigError."""
-    return all_errors(error, render_key).errors[0]
+    return all_errors(error, render_key, wording).errors[0]
 
 
-def all_errors(error: ValidationError, render_key: Callable[[tuple[int | str, ...]], str]) -> ConfigErrors:
-    """Every problem pydantic found, one line per key. Pydantic can report one bad value more than once: a list
-    whose items failed also fails its length check "after validation", so an error above a key that has its own
-    is dropped; what is left is merged per key."""
-    found = [problem for detail in error.errors(include_url=False) for problem in _problems(detail)]
+def all_errors(
+    error: ValidationError, render_key: Callable[[tuple[int | str, ...]], str], wording: Wording | None = None
+) -> ConfigErrors:
+    """Every problem pydantic found, one line per key, in the project's words (`wording`, told the model the
+    locations start from, knows each key's unit, keys and naming rule). Pydantic can report one bad value more than
+    once: a list whose items failed also fails its length check "after validation", so an error above a key that
+    has its own is dropped; what is left is merged per key."""
+    wording = wording or Wording()
+    details = error.errors(include_url=False)
+    # A misspelt key is one mistake: the key it meant is not also "required".
+    meant = {
+        (*detail["loc"][:-1], key)
+        for detail in details
+        if detail["type"] == "extra_forbidden" and (key := wording.meant(tuple(detail["loc"]))) is not None
+    }
+    details = [detail for detail in details if not (detail["type"] == "missing" and tuple(detail["loc"]) in meant)]
+    found = [problem for detail in details for problem in _problems(detail, wording)]
     kept = [(loc, message) for loc, message in found if not any(_below(other, loc) for other, _ in found)]
     lines: dict[str, list[str]] = {}
     for loc, message in kept:
@@ -105,21 +121,9 @@ def _below(loc: tuple[int | str, ...], other: tuple[int | str, ...]) -> bool:
     return len(loc) > len(other) and loc[: len(other)] == other
 
 
-def _problems(detail: Any) -> list[tuple[tuple[int | str, ...], str]]:
+def _problems(detail: Any, wording: Wording) -> list[tuple[tuple[int | str, ...], str]]:
     loc = tuple(detail["loc"])
     cause = (detail.get("ctx") or {}).get("error")
     if isinstance(cause, AtKeys):
         return [(loc + sub, message) for sub, message in cause.problems]
-    message = str(detail["msg"]).removeprefix("Value error, ")
-    if detail["type"] == "extra_forbidden":
-        message = "unknown key (see the configuration table in README.md)"
-    elif detail["type"] == "missing":
-        message = "is required"
-    elif detail["type"] != "value_error":
-        message = f"{message} (got {_short(detail.get('input'))})"
-    return [(loc, message)]
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
+    return [(loc, wording.message(detail))]

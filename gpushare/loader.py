@@ -7,15 +7,16 @@ a team's pools can supply) call `capacity.py`, which itself reads the typed mode
 
 from __future__ import annotations
 
+import difflib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
 from datetime import date
 from typing import Annotated, Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from gpushare import compat, eks, images, karpenter_api, names, pins, versions
+from gpushare import compat, eks, images, karpenter_api, names, pins, stackfile, versions
 from gpushare.aws_names import node_role_name, system_node_role_name
 from gpushare.capacity import (
     QUOTA,
@@ -42,6 +43,7 @@ from gpushare.capacity import (
 from gpushare.catalog import Catalog, load_catalog
 from gpushare.config import (
     CONFIG_KEYS,
+    PATTERN_RULES,
     PROJECT,
     HeadroomConfig,
     HeadroomShapeConfig,
@@ -55,6 +57,7 @@ from gpushare.errors import ConfigError, ConfigErrors, Problems, all_errors, key
 from gpushare.hami import CapacityError, node_capacity
 from gpushare.metrics import duration_seconds
 from gpushare.versions import parse_version
+from gpushare.wording import Wording
 
 
 def _config_key(loc: tuple[int | str, ...]) -> str:
@@ -67,6 +70,36 @@ def _config_key(loc: tuple[int | str, ...]) -> str:
     return key_path("aws:region" if head == "region" else f"{PROJECT}:{head}", rest)
 
 
+WORDING = Wording(StackConfig, PATTERN_RULES)
+
+
+def _project_key(key: Any, value: Any, secret_keys: Collection[str]) -> str | None:
+    """The StackConfig field a stack-file key sets, None for a key Pulumi or a provider reads; ConfigError for a key
+    the engine cannot parse, one nobody reads (it would be dropped without a word) or a secret `gpushare:` value.
+    The program runs this over its whole config under `pulumi up` too, so the engine and the offline plan agree."""
+    namespace, name = stackfile.parse_key(key, PROJECT, CONFIG_KEYS)
+    full = f"{namespace}:{name}"
+    if full == "aws:region":
+        return "region"
+    if namespace != PROJECT:
+        problem = stackfile.foreign_key_problem(namespace, name, PROJECT, CONFIG_KEYS)
+        if problem is not None:
+            raise ConfigError(str(key), problem)
+        return None
+    if name not in CONFIG_KEYS:
+        nearest = stackfile.nearest_key(full, PROJECT, CONFIG_KEYS)
+        hint = f"did you mean {nearest}? " if nearest else ""
+        raise ConfigError(str(key), f"unknown key; {hint}allowed: {', '.join(f'{PROJECT}:{k}' for k in CONFIG_KEYS)}")
+    if key in secret_keys or full in secret_keys or stackfile.is_secure(value):
+        raise ConfigError(
+            str(key),
+            "is a secret (secure:): gpushare keys hold no secrets, and the offline plan could not decrypt one; "
+            "allowed: the plain value (credentials stay in Kubernetes Secrets the stack names, e.g. "
+            "monitoring.alertReceiver.secretName)",
+        )
+    return name
+
+
 def _decode(key: str, value: Any) -> Any:
     """Pulumi hands object config to programs as JSON text; stack files hold it as YAML objects."""
     if isinstance(value, str) and value[:1] in "[{":
@@ -77,30 +110,48 @@ def _decode(key: str, value: Any) -> Any:
     return value
 
 
-def load_stack_config(raw: Mapping[str, Any], catalog: Catalog | None = None, *, today: date) -> StackConfig:
-    """Validate the raw stack config map; ConfigErrors lists every bad key found, one line each: the schema's
-    problems, and the cross-key rules' over every section that holds on its own. `today` is the day EKS support
-    windows are judged for: the CLI and the program pass the real date, tests a fixed one."""
+def load_stack_config(
+    raw: Mapping[str, Any],
+    catalog: Catalog | None = None,
+    *,
+    today: date,
+    secret_keys: Collection[str] = (),
+) -> StackConfig:
+    """Validate the raw stack config map (every key of it: see `_project_key`); ConfigErrors lists every bad key
+    found, one line each: the schema's problems, and the cross-key rules' over every section that holds on its own.
+    `today` is the day EKS support windows are judged for: the CLI and the program pass the real date, tests a fixed
+    one. `secret_keys` are the keys the engine decrypted for the program (`pulumi config set --secret`)."""
     catalog = catalog or load_catalog()
     data: dict[str, Any] = {}
     problems = Problems()
+    stand_ins: dict[str, Any] = {}  # a refused key's value, for the key it most likely meant
     for key, value in raw.items():
-        namespace, _, name = key.partition(":")
-        if key == "aws:region":
-            data["region"] = value
-        elif namespace == PROJECT:
-            if name not in CONFIG_KEYS:
-                allowed = ", ".join(f"{PROJECT}:{k}" for k in CONFIG_KEYS)
-                problems.errors.append(ConfigError(key, f"unknown key; allowed: {allowed}"))
-                continue
+        try:
+            name = _project_key(key, value, secret_keys)
+        except ConfigError as error:
+            problems.errors.append(error)
+            # a misspelt key's value stands in for the key it meant; never a refused key's own (a secret's)
+            meant = stackfile.nearest_key(str(key), PROJECT, CONFIG_KEYS)
+            if meant is not None and meant.startswith(f"{PROJECT}:") and meant != stackfile.engine_key(str(key)):
+                stand_ins.setdefault(meant.partition(":")[2], value)
+            continue
+        if name is None:
+            continue  # Pulumi's or a provider's key: theirs to read
+        try:
+            data[name] = _decode(f"{PROJECT}:{name}" if name != "region" else "aws:region", value)
+        except ConfigError as error:
+            problems.errors.append(error)
+    # A misspelled key is one mistake: the key it meant is not also "required", nor its absence felt further on.
+    for name, value in stand_ins.items():
+        if name not in data:
             try:
-                data[name] = _decode(key, value)
+                data[name] = _decode(f"{PROJECT}:{name}", value)
             except ConfigError as error:
                 problems.errors.append(error)
     try:
         config = StackConfig.model_validate(data, context=trusted_registries_context(data.get("trustedRegistries")))
     except ValidationError as error:
-        problems.errors.extend(all_errors(error, _config_key).errors)
+        problems.errors.extend(all_errors(error, _config_key, WORDING).errors)
         partial, sections = _valid_sections(data)
         problems.check(check_references, partial, catalog, today, sections)
         _raise_one_line_per_key(problems)
@@ -151,7 +202,10 @@ def check_references(config: StackConfig, catalog: Catalog, today: date, section
     problems = Problems()
     if ready("cluster", "karpenter"):
         problems.check(_check_kubernetes_version, config, today)
-    problems.errors.extend(_check_minimum_versions(config, ready))
+    # An unsupported version is one cause, reported once: what it lacks (features a newer minor brings) follows
+    # from it, so the checks that judge a feature by the version run only on a version the stack supports.
+    version_known = ready("cluster") and not problems.errors
+    problems.errors.extend(_check_minimum_versions(config, ready, version_known))
     if ready("cluster", "teams"):
         problems.errors.extend(_principals_once(config))
     if ready("cluster"):
@@ -177,25 +231,32 @@ def check_references(config: StackConfig, catalog: Catalog, today: date, section
     problems.errors.extend(pool_problems.errors)
     if ready("teams"):
         # quota and admission checks compute each pool's capacity; admission also reads the cluster's version
-        problems.errors.extend(_check_teams(config, not pool_problems.errors, ready("cluster")))
+        problems.errors.extend(_check_teams(config, not pool_problems.errors, ready("cluster"), version_known))
         if not pool_problems.errors and ready("karpenter"):
             problems.errors.extend(_check_headroom(config))
     problems.raise_any()
 
 
-def _check_teams(config: StackConfig, pools_valid: bool, cluster_valid: bool) -> list[ConfigError]:
-    """Every team names known pools (and within what they supply), every pool has a team."""
+def _check_teams(config: StackConfig, pools_valid: bool, cluster_valid: bool, version_known: bool) -> list[ConfigError]:
+    """Every team names known pools (and within what they supply), every pool has a team. A pool no team lists
+    because a team misspelled its name is the misspelling's consequence: one line, on the team's key."""
     problems = Problems()
     pool_names = [p.name for p in config.pools]
     used: set[str] = set()
     for i, team in enumerate(config.teams):
-        unknown = [
-            ConfigError(
-                f"{PROJECT}:teams[{i}].pools[{j}]", f"unknown pool {pool_name!r}; allowed: {', '.join(pool_names)}"
+        unknown = []
+        for j, pool_name in enumerate(team.pools):
+            if pool_name in pool_names:
+                continue
+            meant = difflib.get_close_matches(pool_name, pool_names, n=1, cutoff=0.75)
+            used.update(meant)
+            hint = f"did you mean {meant[0]}? " if meant else ""
+            unknown.append(
+                ConfigError(
+                    f"{PROJECT}:teams[{i}].pools[{j}]",
+                    f"unknown pool {pool_name!r}; {hint}allowed: {', '.join(pool_names)}",
+                )
             )
-            for j, pool_name in enumerate(team.pools)
-            if pool_name not in pool_names
-        ]
         problems.errors.extend(unknown)
         used.update(team.pools)
         if pools_valid and not unknown:
@@ -203,7 +264,7 @@ def _check_teams(config: StackConfig, pools_valid: bool, cluster_valid: bool) ->
             problems.check(_check_quota, config, i, team)
             problems.check(_check_quota_admits_pools, config, i, team)
             if cluster_valid:
-                problems.check(_check_admission, config, i, team)
+                problems.check(_check_admission, config, i, team, version_known)
     problems.check(_check_alert_waits, config)
     for i, pool in enumerate(config.pools):
         if pool.name not in used:
@@ -300,7 +361,7 @@ KARPENTER_VERSION_KEY = f"{PROJECT}:karpenter.chartVersion"
 KUBERNETES_VERSION_KEY = f"{PROJECT}:cluster.kubernetesVersion"
 
 
-def _check_minimum_versions(config: StackConfig, ready: Callable[..., bool]) -> list[ConfigError]:
+def _check_minimum_versions(config: StackConfig, ready: Callable[..., bool], version_known: bool) -> list[ConfigError]:
     """Every feature the config renders against the version of its component the stack holds
     (gpushare/minimum-versions.yaml), and Karpenter against the cluster's Kubernetes minor; MutatingAdmissionPolicy's
     keys are judged by _check_admission and NodeOverlay's by the config schema."""
@@ -329,10 +390,11 @@ def _check_minimum_versions(config: StackConfig, ready: Callable[..., bool]) -> 
             for i, pool in enumerate(config.pools)
             if pool.sharing == names.SHARING_TIMESLICE
         ]
-    if ready("cluster", "teams"):
+    if version_known and ready("teams"):
         kubernetes = config.cluster.kubernetes_version
         used.append(("validating-admission-policy", KUBERNETES_VERSION_KEY, kubernetes, KUBERNETES_VERSION_KEY, ""))
-    if ready("cluster", "monitoring") and config.monitoring.enabled and config.monitoring.existing_prometheus is None:
+    monitoring = ready("monitoring") and config.monitoring.enabled
+    if version_known and monitoring and config.monitoring.existing_prometheus is None:
         kubernetes = config.cluster.kubernetes_version
         used.append(
             ("statefulset-pvc-retention", f"{PROJECT}:monitoring.enabled", kubernetes, KUBERNETES_VERSION_KEY, "")
@@ -342,7 +404,7 @@ def _check_minimum_versions(config: StackConfig, ready: Callable[..., bool]) -> 
         for feature, key, version, held_by, instead in used
         if (problem := versions.too_old(feature, version, held_by, instead)) is not None
     ]
-    if not ready("cluster", "karpenter"):
+    if not (version_known and ready("karpenter")):
         return errors
     karpenter, kubernetes = config.karpenter.chart_version, config.cluster.kubernetes_version
     needed = versions.karpenter_for_kubernetes(kubernetes)
@@ -455,12 +517,13 @@ def _check_pool(config: StackConfig, catalog: Catalog, index: int, pool: PoolCon
     problems.raise_any()
 
 
-def _check_admission(config: StackConfig, index: int, team: TeamConfig) -> None:
-    """Team behaviour applied by MutatingAdmissionPolicy needs its GA API; spot-only needs spot pools."""
+def _check_admission(config: StackConfig, index: int, team: TeamConfig, version_known: bool) -> None:
+    """Team behaviour applied by MutatingAdmissionPolicy needs its GA API (judged on a supported version only);
+    spot-only needs spot pools."""
     key = f"{PROJECT}:teams[{index}]"
     version = config.cluster.kubernetes_version
     problems = Problems()
-    if not compat.has_mutating_admission_policy(version):
+    if version_known and not compat.has_mutating_admission_policy(version):
         needs = {
             "schedulerPolicy": team.scheduler_policy is not None,
             "priority": team.priority != "standard",

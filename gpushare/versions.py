@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from gpushare.errors import UserError, first_error, key_path
 from gpushare.files import read_yaml
+from gpushare.wording import Wording
 
 MINIMUM_VERSIONS_PATH = Path(__file__).with_name("minimum-versions.yaml")
 Component = Literal["karpenter", "hami", "nvidia-device-plugin", "kubernetes"]
@@ -88,7 +89,9 @@ def table() -> MinimumVersions:
         return MinimumVersions.model_validate(read_yaml(MINIMUM_VERSIONS_PATH))
     except ValidationError as error:
         raise MinimumVersionsError(
-            str(first_error(error, lambda loc: key_path(str(MINIMUM_VERSIONS_PATH.name), loc)))
+            str(
+                first_error(error, lambda loc: key_path(str(MINIMUM_VERSIONS_PATH.name), loc), Wording(MinimumVersions))
+            )
         ) from None
 
 

@@ -11,14 +11,14 @@ import pytest
 
 from gpushare.catalog import Catalog, load_catalog
 from gpushare.config import StackConfig
-from gpushare.files import read_yaml
 from gpushare.loader import load_stack_config
+from gpushare.stackfile import read_stack_file
 
 ROOT = Path(__file__).resolve().parent.parent
 # The day tests judge EKS support windows for, fixed so no test depends on the clock: the shipped stacks' 1.36 is
 # in standard support then, and more than 90 days from its end.
 PLAN_DATE = date(2026, 11, 26)
-_RAW = {stack: read_yaml(ROOT / f"Pulumi.{stack}.yaml")["config"] for stack in ("dev", "prod")}
+_RAW = {stack: read_stack_file(ROOT / f"Pulumi.{stack}.yaml") for stack in ("dev", "prod")}
 
 
 def raw_stack(stack: str) -> dict[str, Any]:

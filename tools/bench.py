@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 from gpushare import names
 from gpushare.loader import load_stack_config
 from gpushare.render.stack import helm_releases
+from gpushare.stackfile import read_stack_file
 from policies.gpushare_policies.registry import evaluate
 from policies.gpushare_policies.stack import (
     LIMIT_RANGE,
@@ -36,7 +37,6 @@ from policies.gpushare_policies.stack import (
     from_plan,
 )
 from tools.offline import run_program
-from tools.plan import read_stack_file
 from tools.production_day import pod_list
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from gpushare.errors import UserError, key_path
 from gpushare.files import read_json
+from gpushare.wording import Wording
 from policies.gpushare_policies.registry import PACK_NAME, PolicyConfig, Violation, evaluate
 from policies.gpushare_policies.stack import from_plan
 
@@ -63,7 +64,8 @@ def read_plan(path: Path) -> PlanFile:
     except ValidationError as error:
         detail = error.errors(include_url=False)[0]
         where = key_path("", detail["loc"]) or "(top level)"
-        raise UserError(f"{path}: not a plan file: {where}: {detail['msg']} (write one with `make plan`)") from None
+        problem = Wording(PlanFile).message(detail)
+        raise UserError(f"{path}: not a plan file: {where}: {problem} (write one with `make plan`)") from None
 
 
 def policy_config_for(stack: str, explicit: Path | None) -> tuple[PolicyConfig, Path | None]:

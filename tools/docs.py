@@ -23,7 +23,7 @@ from e2e.simulator.replay import Mapping, PodLine
 from e2e.simulator.trace import Trace
 from gpushare import images, versions
 from gpushare.catalog import load_catalog
-from gpushare.config import PROJECT, StackConfig
+from gpushare.config import PATTERN_RULES, PROJECT, StackConfig
 from gpushare.errors import UserError
 from gpushare.hami import SharingProfile, node_capacity, smallest_memory_factor
 from policies.gpushare_policies.registry import RULES
@@ -97,7 +97,8 @@ _BOUNDS: tuple[tuple[type, str, str], ...] = (
 
 
 def constraints_text(field: FieldInfo) -> str:
-    """Bounds, lengths and patterns pydantic enforces on the field, as the README states them."""
+    """Bounds, lengths and patterns pydantic enforces on the field, as the README states them (a stack key's pattern
+    in the words its error message uses)."""
     parts = []
     for item in field.metadata:
         for kind, attribute, sign in _BOUNDS:
@@ -109,7 +110,7 @@ def constraints_text(field: FieldInfo) -> str:
             parts.append(f"at most {item.max_length}")
         pattern = getattr(item, "pattern", None)
         if pattern is not None:
-            parts.append(_code(pattern))
+            parts.append(PATTERN_RULES.get(pattern) or _code(pattern))  # the rule a refused value is told
     return ", ".join(parts)
 
 

@@ -11,8 +11,9 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from gpushare.stackfile import read_stack_file
 from tests.conftest import PLAN_DATE
-from tools.plan import build_plan, read_stack_file, write_plan
+from tools.plan import build_plan, write_plan
 from tools.summary import stack_summary
 
 ROOT = Path(__file__).resolve().parent.parent

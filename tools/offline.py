@@ -22,6 +22,8 @@ from pulumi.runtime.proto import resource_pb2
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
+from gpushare.stackfile import engine_key
+
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAM = ROOT / "__main__.py"
 ACCOUNT_ID = "123456789012"
@@ -189,8 +191,9 @@ def _engine_logger() -> logging.Logger:
 def run_program(raw_config: dict[str, Any], stack: str, today: date) -> RecordingMonitor:
     """Run __main__.py with `raw_config` (a stack file's config map), judged on `today` (its PLAN_DATE), and return
     what it registered."""
-    pulumi.runtime.set_all_config({key: _config_text(value) for key, value in raw_config.items()})
-    monitor = RecordingMonitor(PlanMocks(str(raw_config.get("aws:region", "us-east-1"))))
+    config = {engine_key(str(key)): _config_text(value) for key, value in raw_config.items()}
+    pulumi.runtime.set_all_config(config)
+    monitor = RecordingMonitor(PlanMocks(config.get("aws:region", "us-east-1")))
     mocks.set_mocks(
         monitor.mocks, project="gpushare", stack=stack, preview=False, monitor=monitor, logger=_engine_logger()
     )

@@ -28,10 +28,10 @@ from gpushare.catalog import load_catalog
 from gpushare.config import StackConfig
 from gpushare.costs import HELM_TYPE
 from gpushare.errors import UserError
-from gpushare.files import read_yaml
 from gpushare.loader import load_stack_config
 from gpushare.render.stack import object_id
 from gpushare.render.yamlio import dump
+from gpushare.stackfile import read_stack_file
 from tools.check import EXIT_MANDATORY, add_date_option, check, policy_config_for, report
 from tools.offline import run_program
 from tools.summary import SUMMARY_FILE, stack_summary, summary_lines, table
@@ -51,14 +51,6 @@ def stack_name(config_path: Path) -> str:
     """Pulumi.dev.yaml -> dev; any other file -> its stem."""
     parts = config_path.name.split(".")
     return parts[1] if len(parts) == 3 and parts[0] == "Pulumi" else config_path.stem
-
-
-def read_stack_file(path: Path) -> dict[str, Any]:
-    """The `config:` map of a stack file; UserError when the file cannot be used."""
-    document = read_yaml(path)
-    if not isinstance(document, dict) or not isinstance(document.get("config"), dict):
-        raise UserError(f"{path}: config: missing; a stack file holds a `config:` map of keys")
-    return document["config"]
 
 
 def build_plan(raw: dict[str, Any], stack: str, today: date) -> tuple[StackConfig, dict[str, Any]]:

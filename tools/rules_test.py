@@ -18,10 +18,10 @@ import sys
 from pathlib import Path
 
 from gpushare import metrics
-from gpushare.files import read_yaml
 from gpushare.loader import load_stack_config
 from gpushare.render import alerts
 from gpushare.render.yamlio import dump
+from gpushare.stackfile import read_stack_file
 from tests.conftest import PLAN_DATE
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,7 +39,7 @@ def build_tools() -> Path:
 
 
 def main() -> int:
-    config = load_stack_config(read_yaml(STACK_FILE)["config"], today=PLAN_DATE)
+    config = load_stack_config(read_stack_file(STACK_FILE), today=PLAN_DATE)
     if not config.monitoring.enabled:
         print(f"{STACK_FILE.name}: gpushare:monitoring is not enabled; nothing to test", file=sys.stderr)
         return 2

@@ -24,6 +24,7 @@ import yaml
 
 from e2e.cluster.errors import RigError
 from gpushare import names
+from gpushare.stackfile import read_stack_document
 from tests.conftest import PLAN_DATE
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -109,7 +110,7 @@ def write_plan(stack: str, out: Path, stack_file: Path | None = None) -> Path:
 
 def stack_file(stack: str) -> dict[str, Any]:
     """Pulumi.<stack>.yaml as a document (its `config` map holds the stack's keys)."""
-    return dict(yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text()))
+    return read_stack_document(ROOT / f"Pulumi.{stack}.yaml")
 
 
 def plan_of(name: str, document: dict[str, Any], work: Path) -> Plan:

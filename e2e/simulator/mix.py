@@ -38,6 +38,8 @@ from gpushare import names
 from gpushare.catalog import Catalog
 from gpushare.errors import UserError, all_errors, key_path
 from gpushare.files import read_yaml
+from gpushare.stackfile import read_stack_file
+from gpushare.wording import Wording
 
 # "Settled" means nothing changed for longer than kube-scheduler takes to retry a pod it found unschedulable:
 # with HAMi, a pod tried before HAMi has read its new node waits in the unschedulable queue until a cluster event
@@ -87,7 +89,7 @@ def workload_problems(raw: Any, config: dict[str, Any] | None) -> list[str]:
     except ValidationError as error:
         lines.update(
             (problem.key, str(problem).removeprefix(f"{problem.key}: "))
-            for problem in all_errors(error, lambda loc: key_path("", loc) or "(top level)").errors
+            for problem in all_errors(error, lambda loc: key_path("", loc) or "(top level)", Wording(Workload)).errors
         )
     items = raw.get("pods") if isinstance(raw, dict) else None
     groups, seen = [], {}
@@ -131,7 +133,7 @@ def load_workload(path: Path, config: dict[str, Any] | None = None) -> Workload:
 def load_simulation(path: Path, mapping: Path | None = None) -> Workload | Demand:
     """A fixed mix (a file with `pods` and none of a trace's keys), a trace of a day, or with `mapping` a pod list
     replayed; each checked against its stack's config, every problem at once (UserError)."""
-    configs = {stack: read_yaml(ROOT / f"Pulumi.{stack}.yaml")["config"] for stack in ("dev", "prod")}
+    configs = {stack: read_stack_file(ROOT / f"Pulumi.{stack}.yaml") for stack in ("dev", "prod")}
     if mapping is not None:
         return load_replay(path, mapping, configs)
     data = read_yaml(path)

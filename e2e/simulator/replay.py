@@ -43,6 +43,7 @@ from e2e.simulator.trace import (
 from gpushare import names
 from gpushare.errors import UserError, all_errors, key_path, raise_at
 from gpushare.files import read_yaml
+from gpushare.wording import Wording
 
 # Kubernetes quantity suffixes (k8s.io/apimachinery resource.Quantity): decimal SI and binary.
 _SUFFIXES = {
@@ -222,7 +223,7 @@ def load_replay(pods: Path, mapping_path: Path, stack_configs: dict[str, dict[st
     try:
         mapping = Mapping.model_validate(raw)
     except ValidationError as error:
-        found = all_errors(error, lambda loc: key_path("", loc) or "(top level)").errors
+        found = all_errors(error, lambda loc: key_path("", loc) or "(top level)", Wording(Mapping)).errors
         problems += [f"{mapping_path}: {problem}" for problem in found]
         mapping = None
     rows, unreadable = read_pod_lines(pods)
@@ -232,7 +233,7 @@ def load_replay(pods: Path, mapping_path: Path, stack_configs: dict[str, dict[st
         try:
             parsed.append((number, PodLine.model_validate(row)))
         except ValidationError as error:
-            found = all_errors(error, lambda loc: key_path("", loc) or "(line)").errors
+            found = all_errors(error, lambda loc: key_path("", loc) or "(line)", Wording(PodLine)).errors
             problems += [f"{pods}:{number}: {problem}" for problem in found]
     if mapping is None:
         raise UserError("\n".join(problems))

@@ -34,6 +34,7 @@ from gpushare.config import StackConfig
 from gpushare.errors import UserError, all_errors, key_path, raise_at
 from gpushare.files import read_yaml
 from gpushare.loader import load_stack_config
+from gpushare.wording import Wording
 from tests.conftest import PLAN_DATE
 
 CLOCK = re.compile(r"^([01][0-9]|2[0-3]):([0-5][0-9])$")
@@ -581,7 +582,7 @@ MIX_KEYS = {
 
 def _schema_problems(error: ValidationError) -> dict[str, str]:
     """Key -> problem for every schema error, a fixed-mix key named as one."""
-    found = all_errors(error, lambda loc: key_path("", loc) or "(top level)").errors
+    found = all_errors(error, lambda loc: key_path("", loc) or "(top level)", Wording(Trace)).errors
     lines = {problem.key: str(problem).removeprefix(f"{problem.key}: ") for problem in found}
     for detail in error.errors(include_url=False):
         loc = tuple(detail["loc"])

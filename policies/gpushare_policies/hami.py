@@ -11,6 +11,7 @@ from pydantic import ValidationError
 from gpushare import compat, names
 from gpushare.catalog import CatalogError, load_catalog
 from gpushare.hami import CapacityError, NodeCapacity, SharingProfile, node_capacity
+from gpushare.wording import Wording
 
 from .kube import Pool, overlays_for, pools
 from .stack import Resource, StackView, version_of
@@ -140,7 +141,7 @@ class Hami:
             self.profile  # noqa: B018 - validating is the point
         except ValidationError as error:
             return [
-                (f"{self.profile_key}.{detail['loc'][0]}", detail.get("input"), detail["msg"])
+                (f"{self.profile_key}.{detail['loc'][0]}", detail.get("input"), Wording(SharingProfile).message(detail))
                 for detail in error.errors(include_url=False)
             ]
         return []
@@ -165,7 +166,9 @@ def expected_capacity(hami: Hami, instance_type: str) -> NodeCapacity | str:
         return str(error)
     except ValidationError as error:
         detail = error.errors(include_url=False)[0]
-        return f"{hami.resource.label}: {hami.profile_key}.{detail['loc'][0]} {detail['msg']}"
+        return (
+            f"{hami.resource.label}: {hami.profile_key}.{detail['loc'][0]}: {Wording(SharingProfile).message(detail)}"
+        )
     except ValueError as error:
         return f"{hami.resource.label}: {error}"
 

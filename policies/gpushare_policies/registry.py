@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from gpushare.errors import UserError
 from gpushare.files import read_json
+from gpushare.wording import Wording
 
 from . import rules
 from .rule import Level, Rule
@@ -108,11 +109,8 @@ def _validated(rule: Rule, settings: dict[str, Any], source: str) -> dict[str, A
         detail = error.errors(include_url=False)[0]
         key = ".".join(str(part) for part in detail["loc"])
         allowed = ", ".join(rule.config_schema())
-        # A rule's own validator says the problem in the project's words; pydantic would prefix it "Value error, ".
-        said = str(detail["ctx"]["error"]) if detail["type"] == "value_error" else detail["msg"]
-        raise PolicyConfigError(
-            f"{source}: {rule.name}.{key}: {said} (got {detail.get('input')!r}; properties: {allowed})"
-        ) from None
+        problem = Wording(rule.config).message(detail)
+        raise PolicyConfigError(f"{source}: {rule.name}.{key}: {problem} (properties: {allowed})") from None
     return settings
 
 

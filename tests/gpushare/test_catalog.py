@@ -127,9 +127,9 @@ def test_invariant_holds_for_the_shipped_catalog_and_catches_a_break(catalog, in
     ("path", "value", "message"),
     [
         (["instanceTypes", 0, "gpuModel"], "V100", "instanceTypes[0] (g4dn.xlarge).gpuModel: unknown GPU model 'V100'"),
-        (["gpuModels", 1, "nvmlMemoryMib"], 0, "gpuModels[1].nvmlMemoryMib: Input should be greater than 0"),
-        (["gpuModels", 1, "ec2MemoryMib"], -5, "gpuModels[1].ec2MemoryMib: Input should be greater than 0"),
-        (["instanceTypes", 1, "memoryMib"], 0, "instanceTypes[1].memoryMib: Input should be greater than 0"),
+        (["gpuModels", 1, "nvmlMemoryMib"], 0, "gpuModels[1].nvmlMemoryMib: 0 is too small; allowed: more than 0 MiB"),
+        (["gpuModels", 1, "ec2MemoryMib"], -5, "gpuModels[1].ec2MemoryMib: -5 is too small; allowed: more than 0 MiB"),
+        (["instanceTypes", 1, "memoryMib"], 0, "instanceTypes[1].memoryMib: 0 is too small; allowed: more than 0 MiB"),
         (["instanceTypes", 1, "name"], "g4dn.xlarge", "instanceTypes[1].name: duplicate 'g4dn.xlarge'"),
         (["instanceTypes", 2, "gpuModel"], _DELETE, "instanceTypes[2]: gpuCount is 1 but gpuModel is missing"),
         (["instanceTypes", 2, "source"], "blog", "instanceTypes[2].source: unknown source 'blog'"),

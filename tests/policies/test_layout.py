@@ -78,6 +78,7 @@ FACT_MODULES = frozenset(
         "compat",
         "images",
         "errors",
+        "wording",  # how errors tells a validation error, below errors
         "files",
         "hami",
         "capacity",

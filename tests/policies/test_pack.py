@@ -147,8 +147,11 @@ def test_shipped_policy_configs_parse():
         ({"all": "loud"}, "all: 'loud' is not a level"),
         ({"hami-overlay-coverage": "sometimes"}, "hami-overlay-coverage.enforcementLevel: 'sometimes'"),
         ({"hami-overlay-coverage": {"threshold": 2}}, "hami-overlay-coverage: takes no properties (got threshold)"),
-        ({"nodepool-limits-admit-nodes": {"minNodes": 0}}, "nodepool-limits-admit-nodes.minNodes: Input should be"),
-        ({"nodepool-limits-admit-nodes": {"minNode": 2}}, "minNode: Extra inputs are not permitted"),
+        (
+            {"nodepool-limits-admit-nodes": {"minNodes": 0}},
+            "nodepool-limits-admit-nodes.minNodes: 0 is too small; allowed: at least 1",
+        ),
+        ({"nodepool-limits-admit-nodes": {"minNode": 2}}, "minNode: unknown key; did you mean minNodes?"),
         ({"karpenter-version-recommended": {"minimumVersion": "soon"}}, "minimumVersion: 'soon' is not a version"),
     ],
 )

@@ -115,12 +115,12 @@ def test_explicit_policy_config_applies(plans, tmp_path):
     ("content", "fragment"),
     [
         ("{not json", "not valid JSON (Expecting property name enclosed in double quotes, line 1)"),
-        ("[]", "not a plan file: (top level): Input should be a valid dictionary"),
-        ('{"stack": "dev"}', "not a plan file: resources: Field required"),
-        ('{"stack": "dev", "resources": [{"type": "x"}]}', "not a plan file: resources[0].urn: Field required"),
+        ("[]", "not a plan file: (top level): takes a map with the keys stack, resources (got [])"),
+        ('{"stack": "dev"}', "not a plan file: resources: is required"),
+        ('{"stack": "dev", "resources": [{"type": "x"}]}', "not a plan file: resources[0].urn: is required"),
         (
             '{"stack": "dev", "resources": [{"urn": "u", "type": "t", "inputs": []}]}',
-            "resources[0].inputs: Input should be a valid dictionary",
+            "resources[0].inputs: takes a map of keys to values (got [])",
         ),
         ("\xff\xfe", "not valid JSON (not UTF-8 text)"),
     ],

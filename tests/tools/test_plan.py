@@ -203,3 +203,65 @@ def test_a_key_without_effect_is_a_warning_and_the_plan_is_written(tmp_path):
         "(they come from docker.io, nvcr.io, public.ecr.aws, registry.k8s.io)"
     ]
     assert (tmp_path / "out" / "dev" / "plan.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("edit", "line"),
+    [
+        (
+            lambda raw: raw.__setitem__("gpushar:teams", raw.pop("gpushare:teams")),
+            "error: gpushar:teams: no one reads namespace 'gpushar', so the key would be dropped without a word; did "
+            "you mean gpushare:teams?",
+        ),
+        (
+            lambda raw: raw.__setitem__("karpenter", raw.pop("gpushare:karpenter")),
+            "error: karpenter: not a configuration key: configuration keys should be of the form <namespace>:<name>; "
+            "did you mean gpushare:karpenter?",
+        ),
+        (
+            lambda raw: raw.__setitem__("gpushare:hami", {"secure": "v1:Zm9v:YmFy"}),
+            "error: gpushare:hami: is a secret (secure:): gpushare keys hold no secrets",
+        ),
+        (
+            lambda raw: raw["gpushare:cluster"]["endpoint"].__setitem__("publicAccessCidrs", ["203.0.113.7"]),
+            "error: gpushare:cluster.endpoint.publicAccessCidrs[0]: '203.0.113.7' is an address, not a CIDR: write "
+            "203.0.113.7/32",
+        ),
+    ],
+    ids=["unknown namespace", "no namespace", "secret project value", "bare address"],
+)
+def test_a_stack_file_key_nobody_reads_exits_2_with_one_line_and_writes_nothing(tmp_path, edit, line):
+    raw = raw_stack("dev")
+    edit(raw)
+    stack_file = tmp_path / "Pulumi.dev.yaml"
+    stack_file.write_text(yaml.safe_dump({"config": raw}))
+    completed = run_plan(stack_file, tmp_path / "out")
+    assert completed.returncode == 2
+    assert completed.stderr.startswith(line) and completed.stderr.count("\n") == 1, completed.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_pulumis_own_stack_file_fields_and_legacy_keys_plan_the_same_stack(plans, tmp_path):
+    """secretsprovider, encryptedkey, a secure provider value, Pulumi's and the providers' own keys, and keys in
+    the legacy `<namespace>:config:<name>` form: the engine reads all of them, and so does the plan, to the same
+    files."""
+    raw = {key.replace(":", ":config:", 1): value for key, value in raw_stack("dev").items()}
+    raw |= {
+        "aws:profile": "gpu-admin",
+        "aws:secretKey": {"secure": "v1:Zm9vYmFy:YmF6"},
+        "kubernetes:suppressHelmHookWarnings": True,
+        "pulumi:autonaming": {"pattern": "${name}"},
+    }
+    document = {
+        "secretsprovider": "awskms://alias/gpushare",
+        "encryptedkey": "AQICAHh0ZXN0a2V5",
+        "config": raw,
+    }
+    stack_file = tmp_path / "Pulumi.dev.yaml"
+    stack_file.write_text(yaml.safe_dump(document))
+    completed = run_plan(stack_file, tmp_path / "out")
+    assert completed.returncode == 0, completed.stderr
+    first = plans["dev"]["_folder"]
+    for path in sorted(first.rglob("*")):
+        if path.is_file():
+            assert (tmp_path / "out" / "dev" / path.relative_to(first)).read_bytes() == path.read_bytes(), path.name

@@ -6,7 +6,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-import yaml
 from croniter import croniter
 
 from e2e.cluster.build import BINARIES, TOOLS, pin_hash
@@ -16,7 +15,6 @@ from e2e.cluster.instance_types import ZONES, kwok_instance_types
 from e2e.cluster.stack import (
     KWOK_NODE_CLASS,
     RIG_CONSOLIDATE_AFTER,
-    ROOT,
     Plan,
     budget_duration,
     daily_window,
@@ -33,6 +31,7 @@ from gpushare.catalog import load_catalog
 from gpushare.config import StackConfig
 from gpushare.render.hami import nvidia_device_plugin_values
 from gpushare.render.karpenter import pool_labels
+from tests.conftest import raw_stack
 
 CATALOG = load_catalog()
 
@@ -71,7 +70,7 @@ def _release(stack: str) -> HamiRelease:
 def test_the_device_config_carries_the_stacks_sharing_profile(_plans: None, stack: str) -> None:
     """HAMi's scheduler, its device plugin stand-in and the real mock read the device ConfigMap the chart renders
     from the release values: the stack's profile, not the chart's defaults."""
-    profile = yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text())["config"]["gpushare:hami"]["profile"]
+    profile = raw_stack(stack)["gpushare:hami"]["profile"]
     nvidia = _release(stack).device_config()["nvidia"]
     assert {key: nvidia[key] for key in ("deviceSplitCount", "deviceMemoryScaling", "deviceCoreScaling")} == {
         key: profile[key] for key in ("deviceSplitCount", "deviceMemoryScaling", "deviceCoreScaling")

@@ -106,12 +106,12 @@ def test_every_problem_of_the_list_and_the_mapping_at_once(tmp_path: Path):
         mapping,
     )
     assert problems == [
-        "hours: Input should be less than or equal to 24 (got 30)",
-        "2: created: Input should be a valid datetime or date, input is too short (got 'yesterday')",
+        "hours: 30 is too large; allowed: at most 24",
+        "2: created: takes a time like 2026-11-18T01:00:00Z, or a date like 2026-11-18 (got 'yesterday')",
         "3: gpuShare: give gpuShare or gpuMemoryMib/gpuCores, not both",
         "3: deleted: 2026-11-18T00:00:00+00:00 is before created 2026-11-18T01:00:00+00:00",
         "4: cpu: 'lots' is not a Kubernetes quantity (e.g. 500m, 4, 16Gi)",
-        "4: gpus: Input should be greater than or equal to 1 (got '0')",
+        "4: gpus: '0' is too small; allowed: at least 1",
     ]
 
 

@@ -140,11 +140,17 @@ def test_dev_keeps_inference_pool_still_in_business_hours(dev):
     [
         ({"nodes": 1, "schedule": "0 9 * * *"}, r"\.duration: is required with schedule"),
         ({"nodes": 1, "duration": "8h"}, r"\.schedule: is required with duration"),
-        ({"nodes": "101%"}, r"\.nodes: String should match pattern"),
-        ({"nodes": "ten"}, r"\.nodes: String should match pattern"),
-        ({"nodes": 1, "schedule": "0 9 * * *", "duration": "30s"}, r"\.duration: String should match"),
+        ({"nodes": "101%"}, r"\.nodes: '101%' is not a number of nodes like 1, or a percentage"),
+        ({"nodes": "ten"}, r"\.nodes: 'ten' is not a number of nodes"),
+        (
+            {"nodes": 1, "schedule": "0 9 * * *", "duration": "30s"},
+            r"\.duration: '30s' is not a duration in hours and minutes",
+        ),
         ({"nodes": 1, "schedule": "9am daily", "duration": "8h"}, r"\.schedule: '9am daily': the NodePool CRD refuses"),
-        ({"nodes": 1, "reasons": ["Expired"]}, r"\.reasons\[0\]: Input should be 'Underutilized'"),
+        (
+            {"nodes": 1, "reasons": ["Expired"]},
+            r"\.reasons\[0\]: 'Expired' is not one of the choices; allowed: Underutilized, Empty, Drifted",
+        ),
         ({"nodes": 1, "reasons": ["Empty", "Empty"]}, r"\.reasons\[1\]: 'Empty' is listed twice \(first at \[0\]\)"),
         ({"schedule": "@daily", "duration": "1h"}, r"\.nodes: is required"),
     ],

@@ -134,7 +134,10 @@ def test_spot_only_batch_team_gets_spot_node_selector_on_gpu_pods(dev_raw):
     [
         ({"spotOnly": True, "priority": "standard"}, "teams[0].spotOnly: true needs priority batch"),
         ({"spotOnly": True, "priority": "batch"}, "pools g5-shared, g4dn-shared, g6-timeslice offer no spot capacity"),
-        ({"priority": "urgent"}, "teams[0].priority: Input should be 'critical', 'standard' or 'batch'"),
+        (
+            {"priority": "urgent"},
+            "teams[0].priority: 'urgent' is not one of the choices; allowed: critical, standard",
+        ),
     ],
 )
 def test_bad_team_admission_settings_are_refused(dev_raw, change, message):

@@ -111,8 +111,9 @@ def test_a_digest_pinned_mock_image_is_still_the_mock(plans):
 def test_an_unsupported_sharing_profile_is_one_finding_that_shows_the_value(plans):
     resources = broken(plans["dev"], lambda r: set_device_config(r, "deviceMemoryScaling", 1.5))
     found = [v for v in violations(resources, "hami-overlay-capacity-matches")]
-    assert [v.message.split(": input")[0] for v in found] == [
-        "Release hami: values.device-config.content nvidia.deviceMemoryScaling is 1.5"
+    assert [v.message.split(": HAMi")[0] for v in found] == [
+        "Release hami: values.device-config.content nvidia.deviceMemoryScaling is 1.5: 1.5 is too large; allowed: at "
+        "most 1"
     ]
     assert messages(resources, "team-quota-within-pool-limits") == [], "no false 'can provide at most 0'"
 
