@@ -1272,6 +1272,16 @@ class StackConfig(_Model):
         """The team has a HAMi pool: its pods go through HAMi's webhook and scheduler."""
         return any(self.pool(name).sharing == names.SHARING_HAMI for name in team.pools)
 
+    def chart_version(self, chart: str) -> str:
+        """The version of a chart the stack deploys: its version key where it has one, else the pin."""
+        held = {
+            names.KARPENTER_CHART: self.karpenter.chart_version,
+            names.KARPENTER_CRD_CHART: self.karpenter.chart_version,
+            names.HAMI_CHART: self.hami.chart_version,
+            names.NVIDIA_PLUGIN_CHART: self.nvidia_device_plugin.chart_version,
+        }
+        return held.get(chart) or pins.chart_version(chart)
+
     def charts(self) -> frozenset[str]:
         """The charts the stack deploys a release of: HAMi's always, Karpenter's unless it exists already, the NVIDIA
         device plugin with any pool HAMi does not slice, dcgm-exporter and HAMi-WebUI with monitoring, and

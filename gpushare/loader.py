@@ -11,11 +11,12 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import date
+from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from gpushare import compat, eks, images, karpenter_api, names, pins, versions
+from gpushare import charts, compat, eks, existing, images, karpenter_api, names, pins, versions
 from gpushare.aws_names import node_role_name, system_node_role_name
 from gpushare.capacity import (
     Headroom,
@@ -130,6 +131,8 @@ def _raise_one_line_per_key(problems: Problems) -> None:
 
 
 SECTIONS: frozenset[str] = frozenset(StackConfig.model_fields)
+# What decides which charts, of which versions, the stack deploys.
+CHART_SECTIONS = ("chart_source", "existing_cluster", "karpenter", "hami", "nvidia_device_plugin", "monitoring")
 
 
 def check_references(config: StackConfig, catalog: Catalog, today: date, sections: frozenset[str] = SECTIONS) -> None:
@@ -172,6 +175,8 @@ def check_references(config: StackConfig, catalog: Catalog, today: date, section
     problems.errors.extend(pool_problems.errors)
     if not pool_problems.errors and ready("teams", "existing_cluster") and config.existing_cluster is not None:
         problems.errors.extend(_existing_gates(config))
+    if not pool_problems.errors and ready(*CHART_SECTIONS):
+        problems.errors.extend(_check_chart_folder(config))
     if ready("teams"):
         # quota and admission checks compute each pool's capacity; admission also reads the cluster's version
         problems.errors.extend(_check_teams(config, not pool_problems.errors, ready("cluster")))
@@ -288,10 +293,9 @@ EXISTING_KEY = f"{PROJECT}:existingCluster"
 def _check_cluster_mode(config: StackConfig, ready: Callable[..., bool]) -> list[ConfigError]:
     """A new cluster needs its endpoint; an existing one refuses what only a new cluster (or an AWS resource the
     stack would create) uses, states its Kubernetes minor, and has the gates the stack's objects need."""
-    existing = config.existing_cluster
     if not ready("existing_cluster"):
         return []
-    if existing is None:
+    if config.existing_cluster is None:
         if ready("cluster") and config.cluster.endpoint is None:
             return [ConfigError(f"{PROJECT}:cluster.endpoint", "is required (who may reach the new cluster's API)")]
         return []
@@ -341,32 +345,30 @@ def _given_keys(model: Any, fields: Mapping[str, str]) -> list[tuple[str, str]]:
 
 
 def _existing_gates(config: StackConfig) -> list[ConfigError]:
-    """The existing Karpenter reads the stack's NodeOverlays and CapacityBuffers only with their gates on."""
+    """The existing Karpenter reads the stack's NodeOverlays and CapacityBuffers only with their gates on: the gates
+    the stack file states must be those the stack needs (`pulumi up` then checks the running Deployment)."""
     assert config.existing_cluster is not None
-    gates = config.existing_cluster.karpenter.feature_gates
-    key = f"{EXISTING_KEY}.karpenter.featureGates"
-    errors = []
-    overlaid = [plan.name for plan in pool_plans(config).values() if plan.overlaid]
-    if overlaid and not gates.node_overlay:
-        errors.append(
-            ConfigError(
-                f"{key}.nodeOverlay",
-                f"false, but pools {', '.join(overlaid)} need NodeOverlays, which Karpenter ignores with the gate off "
-                "(it then cannot see HAMi's resources); allowed: turn the gate on in that Karpenter "
-                "(settings.featureGates.nodeOverlay: true) and state nodeOverlay: true",
-            )
+    stated = config.existing_cluster.karpenter.feature_gates.model_dump(by_alias=True)
+    return [
+        ConfigError(
+            f"{EXISTING_KEY}.karpenter.featureGates.{key}",
+            f"false, but {why}, which Karpenter ignores with the {gate} gate off; allowed: turn the gate on in that "
+            f"Karpenter (settings.featureGates.{key}: true) and state {key}: true"
+            + (", or no headroom" if gate == existing.CAPACITY_BUFFER_GATE else ""),
         )
-    keeping = [team.name for team in config.teams if team.headroom is not None]
-    if keeping and not gates.capacity_buffer:
-        errors.append(
-            ConfigError(
-                f"{key}.capacityBuffer",
-                f"false, but teams {', '.join(keeping)} keep warm headroom (CapacityBuffers), which Karpenter ignores "
-                "with the gate off; allowed: turn the gate on in that Karpenter (settings.featureGates.capacityBuffer: "
-                "true) and state capacityBuffer: true, or no headroom",
-            )
-        )
-    return errors
+        for gate, why in existing.needed_gates(config).items()
+        if not stated[key := existing.CHART_KEYS[gate]]
+    ]
+
+
+def _check_chart_folder(config: StackConfig) -> list[ConfigError]:
+    """Every chart the stack deploys has its archive in gpushare:charts.folder (another single version of it is
+    installed with a warning instead: charts.choose_charts)."""
+    source = config.chart_source
+    if source is None or source.folder is None:
+        return []
+    choice = charts.choose_charts(config, charts.folder_archives(Path(source.folder)))
+    return [ConfigError(charts.FOLDER_KEY, problem) for problem in choice.problems]
 
 
 def _check_kubernetes_version(config: StackConfig, today: date) -> None:
