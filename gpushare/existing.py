@@ -64,16 +64,19 @@ def gate_problems(deployment: str, containers: Sequence[Mapping[str, Any]], need
     ]
 
 
-def stated_karpenter(config: StackConfig) -> dict[str, Any]:
-    """What the stack file states about the running Karpenter, as the stack records it (the ExistingCluster
-    component's inputs) for the policy pack: `karpenter.version` and `karpenter.featureGates.<chart key>`."""
+def stated_cluster(config: StackConfig) -> dict[str, Any]:
+    """What the stack file states about the existing cluster and the Karpenter running there, as the stack records
+    it (the ExistingCluster component's inputs) for the policy pack: clusterName, kubernetesVersion, and
+    `karpenter.version`, `.namespace`, `.deployment`, `.featureGates.<chart key>`."""
     assert config.existing_cluster is not None
     running = config.existing_cluster.karpenter
     return {
+        "clusterName": config.cluster.name,
+        "kubernetesVersion": config.cluster.kubernetes_version,
         "karpenter": {
             "version": running.version,
             "namespace": running.namespace,
             "deployment": running.deployment,
             "featureGates": running.feature_gates.model_dump(by_alias=True),
-        }
+        },
     }
