@@ -80,6 +80,7 @@ def choose_charts(config: StackConfig, archives: Archives | None) -> ChartChoice
     if archives is None:
         return ChartChoice({}, [f"{folder!r} is not a folder this program can read; allowed: a folder of archives"])
     choice = ChartChoice({})
+    missing = []
     for chart, version in wanted.items():
         held = archives.get(chart, {})
         if version in held:
@@ -92,11 +93,13 @@ def choose_charts(config: StackConfig, archives: Archives | None) -> ChartChoice
                 f"instead of {version} (a deviation: the stack's values are written for {version})"
             )
         else:
-            others = f"only {', '.join(held.values())}" if held else "no archive of that chart"
-            choice.problems.append(
-                f"{folder!r} holds {others}, and the stack deploys {chart} {version}; allowed: add "
-                f"{chart}-{version}.tgz ({pull_command(chart, version)})"
-            )
+            others = f", holding {', '.join(held.values())} instead" if held else ""
+            missing.append(f"{chart}-{version}.tgz ({pull_command(chart, version)}{others})")
+    if missing:
+        choice.problems.append(
+            f"{folder!r} lacks the archives of charts the stack deploys: {'; '.join(missing)}; allowed: add them (a "
+            "folder holding one other version of a chart installs that one, with a warning)"
+        )
     return choice
 
 
