@@ -14,6 +14,7 @@ from functools import cached_property
 from typing import Any, TypeVar
 
 from gpushare import compat, names
+from gpushare.charts import ARCHIVE
 from gpushare.images import split_reference
 
 T = TypeVar("T")
@@ -193,8 +194,11 @@ class StackView:
 
 
 def chart_name(release: Resource) -> str:
-    """The chart of a Helm release: the last segment of its chart reference (`oci://.../karpenter` -> karpenter)."""
-    return str(release.get("chart")).rstrip("/").rsplit("/", 1)[-1]
+    """The chart of a Helm release: the last segment of its chart reference (`oci://.../karpenter` -> karpenter), or
+    of a chart archive's path without its version (`charts/hami-2.10.0.tgz` -> hami)."""
+    last = str(release.get("chart")).rstrip("/").rsplit("/", 1)[-1]
+    archive = ARCHIVE.fullmatch(last)
+    return archive["chart"] if archive else last
 
 
 def containers(daemonset: Resource) -> list[dict[str, Any]]:
