@@ -291,8 +291,8 @@ EXISTING_KEY = f"{PROJECT}:existingCluster"
 
 
 def _check_cluster_mode(config: StackConfig, ready: Callable[..., bool]) -> list[ConfigError]:
-    """A new cluster needs its endpoint; an existing one refuses what only a new cluster (or an AWS resource the
-    stack would create) uses, states its Kubernetes minor, and has the gates the stack's objects need."""
+    """A new cluster needs its endpoint; beside an existing one, what only a new cluster (or an AWS resource the
+    stack would create) uses is refused, and its Kubernetes minor must be stated (its gates: _existing_gates)."""
     if not ready("existing_cluster"):
         return []
     if config.existing_cluster is None:
