@@ -77,6 +77,8 @@ def choose_charts(config: StackConfig, archives: Archives | None) -> ChartChoice
             return ChartChoice({c: ChartLocation(f"{mirror}/{c}", v, None) for c, v in wanted.items()})
         return ChartChoice({c: ChartLocation(c, v, mirror) for c, v in wanted.items()})
     folder = str(source.folder)
+    # Absolute: the provider that opens the archive need not run where the program does.
+    root = Path(folder).absolute()
     if archives is None:
         return ChartChoice({}, [f"{folder!r} is not a folder this program can read; allowed: a folder of archives"])
     choice = ChartChoice({})
@@ -84,10 +86,10 @@ def choose_charts(config: StackConfig, archives: Archives | None) -> ChartChoice
     for chart, version in wanted.items():
         held = archives.get(chart, {})
         if version in held:
-            choice.locations[chart] = ChartLocation(str(Path(folder) / held[version]), version, None)
+            choice.locations[chart] = ChartLocation(str(root / held[version]), version, None)
         elif len(held) == 1:
             [(other, archive)] = held.items()
-            choice.locations[chart] = ChartLocation(str(Path(folder) / archive), other, None)
+            choice.locations[chart] = ChartLocation(str(root / archive), other, None)
             choice.deviations.append(
                 f"{FOLDER_KEY}: {folder} holds {archive}, not {chart}-{version}.tgz: installing {chart} {other} "
                 f"instead of {version} (a deviation: the stack's values are written for {version})"

@@ -154,3 +154,12 @@ def test_each_bad_chart_source_is_one_line(charts, line):
     with pytest.raises(ConfigError) as error:
         load_stack_config(_with_charts("dev", charts), today=PLAN_DATE)
     assert str(error.value).startswith(line) and "\n" not in str(error.value)
+
+
+def test_a_relative_folder_reaches_the_releases_as_an_absolute_path(tmp_path, monkeypatch):
+    """The provider opening the archive need not run in the program's folder."""
+    _folder(tmp_path, OFFLINE_FOLDER)
+    monkeypatch.chdir(tmp_path)
+    config = load_stack_config(_with_charts("existing", {"folder": "charts"}), today=PLAN_DATE)
+    location = choose_charts(config, folder_archives(Path("charts"))).locations["hami"]
+    assert location.chart == str(tmp_path / "charts" / "hami-2.10.0.tgz")
