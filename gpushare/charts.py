@@ -7,7 +7,6 @@ so the config checks, the program and the tests judge the same listing the same 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,9 +15,6 @@ from gpushare import names, pins
 from gpushare.config import PROJECT, StackConfig
 
 FOLDER_KEY = f"{PROJECT}:charts.folder"
-# `helm package` and `helm pull` name an archive <chart>-<version>.tgz; chart names hold dashes, versions start
-# with a digit (semver, prerelease and build parts allowed).
-ARCHIVE = re.compile(r"(?P<chart>[a-z0-9][a-z0-9-]*?)-(?P<version>[0-9]+\.[0-9]+\.[0-9]+(?:[-+][0-9A-Za-z.+-]+)?)\.tgz")
 # Chart -> version -> archive file name.
 Archives = Mapping[str, Mapping[str, str]]
 
@@ -50,7 +46,7 @@ def folder_archives(folder: Path) -> dict[str, dict[str, str]] | None:
         return None
     found: dict[str, dict[str, str]] = {}
     for entry in entries:
-        match = ARCHIVE.fullmatch(entry)
+        match = names.CHART_ARCHIVE.fullmatch(entry)
         if match:
             found.setdefault(match["chart"], {})[match["version"]] = entry
     return found

@@ -341,7 +341,8 @@ def _check_cluster_mode(config: StackConfig, ready: Callable[..., bool]) -> list
 
 def _given_keys(model: Any, fields: Mapping[str, str]) -> list[tuple[str, str]]:
     """(field, key as written) of each of `fields` the stack file sets on `model`."""
-    return [(name, model.model_fields[name].alias or name) for name in fields if name in model.model_fields_set]
+    declared = type(model).model_fields
+    return [(name, declared[name].alias or name) for name in fields if name in model.model_fields_set]
 
 
 def _existing_gates(config: StackConfig) -> list[ConfigError]:

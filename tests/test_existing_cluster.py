@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from gpushare.existing import CAPACITY_BUFFER_GATE, NODE_OVERLAY_GATE
+from gpushare.loader import load_stack_config
 from tests.conftest import PLAN_DATE, raw_stack, run_plan
 from tests.test_main import COMPONENT_PREFIX, by_type, one, urn
 from tools.offline import PlanMocks, run_program
@@ -75,6 +76,9 @@ def test_no_karpenter_release_and_the_node_class_the_stack_file_names(plans):
     plan = plans["existing"]
     releases = {r["inputs"]["name"] for r in by_type(plan, "kubernetes:helm.sh/v3:Release")}
     assert releases == {"hami", "nvidia-device-plugin", "kube-prometheus-stack", "dcgm-exporter", "hami-webui"}
+    # StackConfig.charts(), which the config checks read, is what the plan holds.
+    charts = {r["inputs"]["chart"].rsplit("/", 1)[-1] for r in by_type(plan, "kubernetes:helm.sh/v3:Release")}
+    assert load_stack_config(raw_stack("existing"), today=PLAN_DATE).charts() == charts
     spec = one(plan, EC2_NODE_CLASS, "ec2nodeclass-gpu")["inputs"]["spec"]
     assert spec["role"] == "KarpenterNodeRole-platform-prod" and "instanceProfile" not in spec
     discovery = [{"tags": {"karpenter.sh/discovery": "platform-prod"}}]

@@ -14,7 +14,6 @@ from functools import cached_property
 from typing import Any, TypeVar
 
 from gpushare import compat, names
-from gpushare.charts import ARCHIVE
 from gpushare.images import split_reference
 
 T = TypeVar("T")
@@ -197,7 +196,7 @@ def chart_name(release: Resource) -> str:
     """The chart of a Helm release: the last segment of its chart reference (`oci://.../karpenter` -> karpenter), or
     of a chart archive's path without its version (`charts/hami-2.10.0.tgz` -> hami)."""
     last = str(release.get("chart")).rstrip("/").rsplit("/", 1)[-1]
-    archive = ARCHIVE.fullmatch(last)
+    archive = names.CHART_ARCHIVE.fullmatch(last)
     return archive["chart"] if archive else last
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from policies.gpushare_policies.stack import Resource, chart_name
 from tests.policies.helpers import broken, entry, messages
 from tests.policies.rules.breaking import G5, caught, node_class, set_at
 
@@ -102,3 +103,18 @@ def test_the_cluster_brings_its_volume_driver(plans):
         ),
     )
     assert messages(retained, "monitoring-volumes-go-with-the-stack")
+
+
+@pytest.mark.parametrize(
+    ("chart", "name"),
+    [
+        ("/srv/charts/kube-prometheus-stack-88.5.3.tgz", "kube-prometheus-stack"),
+        ("charts/hami-2.10.0.tgz", "hami"),
+        ("oci://public.ecr.aws/karpenter/karpenter-crd", "karpenter-crd"),
+        ("nvidia-device-plugin", "nvidia-device-plugin"),
+    ],
+)
+def test_a_release_from_a_chart_archive_is_found_by_its_chart(chart, name):
+    """gpushare:charts.folder gives releases an archive's path: every rule still finds the release by its chart."""
+    release = Resource("urn:x", "kubernetes:helm.sh/v3:Release", "x", {"chart": chart})
+    assert chart_name(release) == name
