@@ -204,3 +204,21 @@ def test_a_folder_lacking_an_archive_exits_2_and_writes_nothing(tmp_path):
     assert completed.returncode == 2
     assert completed.stderr.startswith("error: gpushare:charts.folder: ") and completed.stderr.count("\n") == 1
     assert not (tmp_path / "out").exists()
+
+
+def test_make_plan_refuses_every_bad_key_of_the_mode_one_line_each(tmp_path):
+    raw = raw_stack("existing")
+    raw["gpushare:cluster"]["network"] = {"vpcCidr": "10.20.0.0/16"}
+    raw["gpushare:existingCluster"]["karpenter"]["featureGates"]["nodeOverlay"] = False
+    raw["gpushare:existingCluster"]["nodeClass"]["instanceProfile"] = "gpu-nodes"
+    stack_file = tmp_path / "Pulumi.mixed.yaml"
+    stack_file.write_text(yaml.safe_dump({"config": raw}))
+    completed = run_plan(stack_file, tmp_path / "out")
+    assert completed.returncode == 2 and "Traceback" not in completed.stderr
+    keys = sorted(line.split(": ", 2)[1] for line in completed.stderr.splitlines())
+    assert keys == [
+        "gpushare:cluster.network",
+        "gpushare:existingCluster.karpenter.featureGates.nodeOverlay",
+        "gpushare:existingCluster.nodeClass.role",
+    ], completed.stderr
+    assert not (tmp_path / "out").exists()
