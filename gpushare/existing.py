@@ -13,10 +13,9 @@ from typing import Any, Final
 
 from gpushare.capacity import pool_plans
 from gpushare.config import StackConfig
+from gpushare.karpenter_api import GATE_ON_TEXTS
 
 FEATURE_GATES_ENV: Final = "FEATURE_GATES"
-# strconv.ParseBool's texts for true.
-GATE_ON_TEXTS: Final = frozenset({"1", "t", "T", "true", "TRUE", "True"})
 NODE_OVERLAY_GATE: Final = "NodeOverlay"
 CAPACITY_BUFFER_GATE: Final = "CapacityBuffer"
 # The chart's settings.featureGates key of each gate, as the stack file states them.

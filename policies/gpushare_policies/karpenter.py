@@ -8,17 +8,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpushare import names, pins
+from gpushare.karpenter_api import GATE_ON_TEXTS
 
 from .rule import Finding, finding, finding_about
 from .stack import Resource, StackView, version_of
 
-# The karpenter chart writes each settings.featureGates value into FEATURE_GATES as text (`NodeOverlay={{ value }}`),
-# which Karpenter parses with Go's strconv.ParseBool: these texts turn a gate on, as YAML's true does.
-GATE_ON_TEXTS = frozenset({"1", "t", "T", "true", "TRUE", "True"})
-
 
 def feature_gate_on(value: Any) -> bool:
-    """Whether a karpenter chart settings.featureGates value turns its gate on."""
+    """Whether a karpenter chart settings.featureGates value turns its gate on: YAML's true, or a text the chart
+    writes into FEATURE_GATES that Karpenter parses as true."""
     return value is True or (isinstance(value, str) and value in GATE_ON_TEXTS)
 
 
@@ -37,10 +35,6 @@ class AlphaApi:
     def count(self, objects: Sequence[Resource]) -> str:
         """`7 NodeOverlays`, `1 CapacityBuffer`."""
         return f"{len(objects)} {self.kind}{'' if len(objects) == 1 else 's'}"
-
-    @property
-    def values_key(self) -> str:
-        return f"values.settings.featureGates.{self.gate}"
 
 
 @dataclass(frozen=True)
