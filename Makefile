@@ -38,7 +38,7 @@ diff: $(VENV)/.installed ## what a change to stack file A changes in the rendere
 	@test -n "$(A)" || { echo "usage: make diff A=<stack file after the change> [B=<stack file before it>]" >&2; exit 2; }
 	$(PY) -m tools.diff --a $(A) $(if $(B),--b $(B)) --out build
 
-golden: $(VENV)/.installed ## rewrite tests/golden/<stack>/{manifests,helm}/ from the offline plan of dev and prod
+golden: $(VENV)/.installed ## rewrite tests/golden/<stack>/{manifests,helm}/ from the offline plan of dev, prod and existing
 	$(PY) -m tools.golden
 
 docs: $(VENV)/.installed ## rewrite the generated README tables (config schema, catalog, policies)
