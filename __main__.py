@@ -31,8 +31,9 @@ from gpushare.render.monitoring import monitoring_objects, monitoring_releases
 from gpushare.render.stack import helm_releases
 from gpushare.render.tenancy import priority_classes, team_objects
 
-# The day EKS support windows are judged for: today for `pulumi up`; the offline plan passes its own (tools/offline.py).
-today = globals().get("PLAN_DATE") or datetime.now(UTC).date()
+# The day EKS support windows are judged for: today for `pulumi up`; an offline run passes the day it plans for as
+# OFFLINE_TODAY (tools/offline.py).
+today = globals().get("OFFLINE_TODAY") or datetime.now(UTC).date()
 try:
     config = load_stack_config({**get_config_env(), **CONFIG.get()}, today=today)
 except UserError as error:

@@ -11,13 +11,15 @@ import pytest
 
 from gpushare.catalog import Catalog, load_catalog
 from gpushare.config import StackConfig
+from gpushare.eks import FIXED_PLAN_DAY
 from gpushare.files import read_yaml
 from gpushare.loader import load_stack_config
+from gpushare.paths import PROJECT_ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
-# The day tests judge EKS support windows for, fixed so no test depends on the clock: the shipped stacks' 1.36 is
-# in standard support then, and more than 90 days from its end.
-PLAN_DATE = date(2026, 11, 26)
+# The tests' names for the project root and the fixed day the offline plans judge EKS support windows for (so no
+# test depends on the clock); both defined in production code.
+ROOT = PROJECT_ROOT
+PLAN_DATE = FIXED_PLAN_DAY
 _RAW = {stack: read_yaml(ROOT / f"Pulumi.{stack}.yaml")["config"] for stack in ("dev", "prod")}
 
 

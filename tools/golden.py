@@ -11,11 +11,11 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from tests.conftest import PLAN_DATE
+from gpushare.eks import FIXED_PLAN_DAY
+from gpushare.paths import PROJECT_ROOT
 from tools.plan import build_plan, read_stack_file, write_plan
 
-ROOT = Path(__file__).resolve().parent.parent
-GOLDEN = ROOT / "tests" / "golden"
+GOLDEN = PROJECT_ROOT / "tests" / "golden"
 STACKS = ("dev", "prod")
 PLAN_FOLDERS = ("manifests", "helm")
 
@@ -23,7 +23,7 @@ PLAN_FOLDERS = ("manifests", "helm")
 def plan_files(stack: str) -> dict[str, str]:
     """Relative path -> content of every file `make plan` writes under manifests/ and helm/ for `stack`, planned
     for the tests' fixed day so the files never depend on when they were written."""
-    _, plan = build_plan(read_stack_file(ROOT / f"Pulumi.{stack}.yaml"), stack, PLAN_DATE)
+    _, plan = build_plan(read_stack_file(PROJECT_ROOT / f"Pulumi.{stack}.yaml"), stack, FIXED_PLAN_DAY)
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch) / stack
         write_plan(plan, folder)
@@ -49,7 +49,7 @@ def main() -> None:
         for name, content in files.items():
             (folder / name).parent.mkdir(parents=True, exist_ok=True)
             (folder / name).write_text(content)
-        print(f"wrote {len(files)} files under {folder.relative_to(ROOT)}")
+        print(f"wrote {len(files)} files under {folder.relative_to(PROJECT_ROOT)}")
 
 
 if __name__ == "__main__":

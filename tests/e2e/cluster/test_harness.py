@@ -16,7 +16,6 @@ from e2e.cluster.instance_types import ZONES, kwok_instance_types
 from e2e.cluster.stack import (
     KWOK_NODE_CLASS,
     RIG_CONSOLIDATE_AFTER,
-    ROOT,
     Plan,
     budget_duration,
     daily_window,
@@ -33,6 +32,7 @@ from gpushare.catalog import load_catalog
 from gpushare.config import StackConfig
 from gpushare.render.hami import nvidia_device_plugin_values
 from gpushare.render.karpenter import pool_labels
+from tests.conftest import ROOT
 
 CATALOG = load_catalog()
 
