@@ -307,6 +307,7 @@ def test_system_nodes_keep_pods_away_from_the_node_role(plans):
     assert template["inputs"]["blockDeviceMappings"][0]["ebs"]["volumeSize"] == 50
 
 
+@pytest.mark.plan
 def test_extended_support_reaches_the_cluster_and_keeps_a_version_past_standard_support():
     """The opt-in is what the EKS cluster gets as its upgrade policy, and it is what lets the program plan 1.34 on
     the day its standard support ends (tests/gpushare/test_eks.py covers the refusals)."""

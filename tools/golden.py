@@ -27,11 +27,16 @@ def plan_files(stack: str) -> dict[str, str]:
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch) / stack
         write_plan(plan, folder)
-        return {
-            path.relative_to(folder).as_posix(): path.read_text()
-            for sub in PLAN_FOLDERS
-            for path in sorted((folder / sub).glob("*.yaml"))
-        }
+        return plan_folder_files(folder)
+
+
+def plan_folder_files(folder: Path) -> dict[str, str]:
+    """Relative path -> content of the manifests/ and helm/ files of a plan folder `make plan` wrote."""
+    return {
+        path.relative_to(folder).as_posix(): path.read_text()
+        for sub in PLAN_FOLDERS
+        for path in sorted((folder / sub).glob("*.yaml"))
+    }
 
 
 def golden_files(stack: str) -> dict[str, str]:
