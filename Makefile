@@ -17,8 +17,8 @@ $(VENV)/.installed: requirements.txt
 test: $(VENV)/.installed ## run the whole suite (unit, golden, wiring, policies), on every core
 	$(PY) -m pytest -q -n auto --dist loadfile
 
-unit: $(VENV)/.installed ## the quick loop: the whole suite but the tests that run the whole program (marker `plan`)
-	$(PY) -m pytest -q -n auto --dist loadfile -m "not plan"
+unit: $(VENV)/.installed ## the quick loop: the whole suite but the tests that run the whole program (marker plan)
+	$(PY) -m pytest -q -m "not plan"
 
 lint: $(VENV)/.installed ## ruff lint and format check
 	$(VENV)/bin/ruff check .
