@@ -7,7 +7,7 @@ CONFIG ?= Pulumi.$(STACK).yaml
 POLICY_CONFIG ?=
 POLICY_FLAG = $(if $(POLICY_CONFIG),--policy-config $(POLICY_CONFIG))
 
-.PHONY: help test lint plan check diff golden docs bench rules-test admission-test e2e simulate clean
+.PHONY: help test unit lint plan check diff golden docs bench rules-test admission-test e2e simulate clean
 # A bare `make` lists the targets.
 .DEFAULT_GOAL := help
 
@@ -20,8 +20,11 @@ $(VENV)/.installed: requirements.txt
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements.txt
 	touch $@
 
-test: $(VENV)/.installed ## run the whole suite (unit, golden, wiring, policies)
-	$(PY) -m pytest -q
+test: $(VENV)/.installed ## run the whole suite (unit, golden, wiring, policies), on every core
+	$(PY) -m pytest -q -n auto --dist loadfile
+
+unit: $(VENV)/.installed ## the quick loop: the whole suite but the tests that run the whole program (marker plan)
+	$(PY) -m pytest -q -m "not plan"
 
 lint: $(VENV)/.installed ## ruff lint and format check
 	$(VENV)/bin/ruff check .

@@ -35,8 +35,9 @@ from gpushare.render.monitoring import monitoring_objects, monitoring_releases
 from gpushare.render.stack import helm_releases, located
 from gpushare.render.tenancy import priority_classes, team_objects
 
-# The day EKS support windows are judged for: today for `pulumi up`; the offline plan passes its own (tools/offline.py).
-today = globals().get("PLAN_DATE") or datetime.now(UTC).date()
+# The day EKS support windows are judged for: today for `pulumi up`; an offline run passes the day it plans for as
+# OFFLINE_TODAY (tools/offline.py).
+today = globals().get("OFFLINE_TODAY") or datetime.now(UTC).date()
 # The whole config the engine passes, every key judged as the offline plan judges the stack file: a key nobody
 # reads is refused here too, and a `gpushare:` value set with --secret (the engine decrypts it) as offline.
 raw_config = {**get_config_env(), **CONFIG.get()}

@@ -19,7 +19,7 @@ from types import FrameType
 from e2e.cluster.api import ApiError
 from e2e.cluster.errors import RigError
 from e2e.cluster.kubectl import KubectlError
-from e2e.cluster.stack import ROOT, plan_of, stack_file
+from e2e.cluster.stack import plan_of, stack_file
 from e2e.cluster.start import Cluster, say
 from e2e.cluster.tenants import with_tenants
 from e2e.simulator.day import Day
@@ -41,8 +41,9 @@ from e2e.suites.runner import (
     team_keys_of,
     tenants_of,
 )
+from gpushare.paths import PROJECT_ROOT
 
-REPORT_DIR = ROOT / "build" / "e2e"
+REPORT_DIR = PROJECT_ROOT / "build" / "e2e"
 # One document per (variant, run) of a trace; `python -m e2e` gathers them into simulate.json and simulate.md.
 RUNS_DIR = REPORT_DIR / "simulate-runs"
 # The plan the suites run: the running stack with a tenant per scenario (e2e.cluster.tenants).
@@ -97,8 +98,10 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
 def _commit() -> str:
     """The clone's commit, `-dirty` when it has changes: the conditions a measurement was made under."""
     try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
-        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=ROOT, capture_output=True, text=True).stdout
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=PROJECT_ROOT, capture_output=True, text=True)
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain"], cwd=PROJECT_ROOT, capture_output=True, text=True
+        ).stdout
     except OSError:
         return "unknown"
     return head.stdout.strip() + ("-dirty" if dirty.strip() else "") if head.returncode == 0 else "unknown"

@@ -19,6 +19,10 @@ from gpushare.files import read_yaml
 from gpushare.wording import Wording
 
 EKS_SUPPORT_PATH = Path(__file__).with_name("eks-support.yaml")
+# The fixed day the reproducible offline plans (the golden files, the offline cluster's plans, the tests) judge
+# support windows for, so none of them depends on the day it runs: the shipped stacks' 1.36 is in standard support
+# then, and more than WARN_AHEAD from its end. `make plan` and `pulumi up` judge for the real date instead.
+FIXED_PLAN_DAY: Final = date(2026, 11, 26)
 # How long ahead of the end of standard support the policy pack warns: one quarter to plan an upgrade.
 WARN_AHEAD: Final = timedelta(days=90)
 # The only StorageClass EKS creates in a new cluster (EKS user guide, "Store Kubernetes volumes with Amazon EBS": gp2,

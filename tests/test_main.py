@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from gpushare import eks
 from gpushare.loader import load_stack_config
-from tests.conftest import PLAN_DATE, raw_stack
+from tests.conftest import PLAN_DATE, ROOT, raw_stack
 from tools.offline import run_program
 
 STACKS = ("dev", "prod")
@@ -236,8 +235,7 @@ def test_control_plane_logs_go_to_a_group_the_stack_owns(plans):
 
 def test_no_arn_spells_a_partition():
     """GovCloud and China need aws-us-gov/aws-cn: every ARN takes the partition looked up once."""
-    root = Path(__file__).resolve().parent.parent
-    sources = [*root.glob("components/*.py"), *root.glob("gpushare/render/*.py"), root / "__main__.py"]
+    sources = [*ROOT.glob("components/*.py"), *ROOT.glob("gpushare/render/*.py"), ROOT / "__main__.py"]
     assert len(sources) > 10
     offenders = [str(path) for path in sources if re.search(r"[\"']arn:aws:", path.read_text())]
     assert offenders == []
@@ -309,6 +307,7 @@ def test_system_nodes_keep_pods_away_from_the_node_role(plans):
     assert template["inputs"]["blockDeviceMappings"][0]["ebs"]["volumeSize"] == 50
 
 
+@pytest.mark.plan
 def test_extended_support_reaches_the_cluster_and_keeps_a_version_past_standard_support():
     """The opt-in is what the EKS cluster gets as its upgrade policy, and it is what lets the program plan 1.34 on
     the day its standard support ends (tests/gpushare/test_eks.py covers the refusals)."""

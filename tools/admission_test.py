@@ -18,9 +18,11 @@ from typing import Any
 
 from gpushare import names
 from gpushare.config import StackConfig
+from gpushare.eks import FIXED_PLAN_DAY
 from gpushare.loader import load_stack_config
+from gpushare.paths import PROJECT_ROOT
 from gpushare.render import tenancy
-from tests.conftest import PLAN_DATE, raw_stack
+from gpushare.stackfile import read_stack_file
 
 TOOL = Path(__file__).resolve().parent / "admission"
 
@@ -68,7 +70,7 @@ def main() -> int:
     if shutil.which("go") is None:
         print("make admission-test needs Go (see tools/admission/go.mod)", file=sys.stderr)
         return 2
-    dev = load_stack_config(raw_stack("dev"), today=PLAN_DATE)
+    dev = load_stack_config(read_stack_file(PROJECT_ROOT / "Pulumi.dev.yaml"), today=FIXED_PLAN_DAY)
     hami = {names.GPU: "1", names.GPU_MEMORY: "4000"}
 
     def inference(limits: dict[str, str], **spec: Any) -> dict[str, Any]:
@@ -158,7 +160,7 @@ def main() -> int:
         failures,
     )
 
-    spot_raw = raw_stack("dev")
+    spot_raw = read_stack_file(PROJECT_ROOT / "Pulumi.dev.yaml")
     spot_raw["gpushare:pools"][0]["capacityTypes"] = ["spot"]
     spot_raw["gpushare:teams"][0] |= {"pools": ["g5-shared"], "spotOnly": True}
     spot_raw["gpushare:teams"][0]["quota"]["gpuCores"] = 400
@@ -167,7 +169,7 @@ def main() -> int:
     del spot_raw["gpushare:teams"][0]["quota"]["sharedGpus"]
     spot_raw["gpushare:teams"][1]["pools"] = ["g4dn-shared", "g5-shared"]
     batch, no_selector = run(
-        load_stack_config(spot_raw, today=PLAN_DATE),
+        load_stack_config(spot_raw, today=FIXED_PLAN_DAY),
         "ml-research",
         [pod("ml-research", hami, nodeSelector={names.POOL_LABEL: "g5-shared"}), pod("ml-research", hami)],
     )

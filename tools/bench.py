@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 
 from gpushare import names
 from gpushare.loader import load_stack_config
+from gpushare.paths import PROJECT_ROOT
 from gpushare.render.stack import helm_releases
 from gpushare.stackfile import read_stack_file
 from policies.gpushare_policies.registry import evaluate
@@ -39,7 +40,6 @@ from policies.gpushare_policies.stack import (
 from tools.offline import run_program
 from tools.production_day import pod_list
 
-ROOT = Path(__file__).resolve().parent.parent
 T = TypeVar("T")
 GROWTH_SIZES = (100, 1_000, 10_000)
 # The shipped stacks are judged for the day the benchmark runs.
@@ -116,7 +116,7 @@ def growth(resources: list[dict[str, Any]]) -> None:
         previous = (len(plan), seconds)
 
 
-E2E_REPORT = ROOT / "build" / "e2e" / "report.json"
+E2E_REPORT = PROJECT_ROOT / "build" / "e2e" / "report.json"
 SLOWEST = 5
 
 
@@ -126,7 +126,7 @@ def offline_cluster(report: Path) -> None:
     try:
         document = json.loads(report.read_text())
     except (OSError, ValueError):
-        print(f"make e2e: no report at {report.relative_to(ROOT)}; run make e2e first")
+        print(f"make e2e: no report at {report.relative_to(PROJECT_ROOT)}; run make e2e first")
         return
     scenarios = document["scenarios"]
     passed = sum(s["passed"] for s in scenarios)
@@ -139,7 +139,7 @@ def offline_cluster(report: Path) -> None:
         print(f"  {scenario['name']:<28} {scenario.get('seconds', 0):6.0f} s  waited: {waited or '-'}")
 
 
-RUNS = ROOT / "build" / "e2e" / "simulate-runs"
+RUNS = PROJECT_ROOT / "build" / "e2e" / "simulate-runs"
 # A bench day: the production day's two busiest hours, at the default speed.
 BENCH_MAPPING = """\
 stack: prod
@@ -163,7 +163,7 @@ def run_days(sizes: list[int]) -> None:
             pods = Path(work) / f"bench-{size}.csv"
             pods.write_text(pod_list(size))
             command = [sys.executable, "-m", "e2e", "--simulate", str(pods), "--mapping", str(mapping)]
-            if subprocess.run(command, cwd=ROOT, check=False).returncode != 0:
+            if subprocess.run(command, cwd=PROJECT_ROOT, check=False).returncode != 0:
                 print(f"the rig could not play the day of {size} pods; see build/e2e/logs", file=sys.stderr)
                 return
             kept += [json.loads(path.read_text()) for path in sorted(RUNS.glob("*.json"))]
@@ -195,13 +195,13 @@ def main(argv: list[str]) -> None:
     args = parser.parse_args(argv)
     if args.days:
         run_days([int(size) for size in args.days.split(",")])
-    raw = read_stack_file(ROOT / "Pulumi.prod.yaml")
+    raw = read_stack_file(PROJECT_ROOT / "Pulumi.prod.yaml")
     config = load_stack_config(raw, today=TODAY)
     timed("validate prod config", 200, lambda: load_stack_config(raw, today=TODAY))
     timed("render prod Helm releases", 200, lambda: helm_releases(config))
     monitor = timed("run prod program under mocks", 1, lambda: run_program(raw, "prod", TODAY))
     timed("evaluate the policy pack on the prod plan", 20, lambda: evaluate(from_plan(monitor.recorded, TODAY)))
-    growth(run_program(read_stack_file(ROOT / "Pulumi.dev.yaml"), "dev", TODAY).recorded)
+    growth(run_program(read_stack_file(PROJECT_ROOT / "Pulumi.dev.yaml"), "dev", TODAY).recorded)
     offline_cluster(E2E_REPORT)
     simulated_days()
 

@@ -18,12 +18,12 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from gpushare.errors import UserError, key_path
 from gpushare.files import read_json
+from gpushare.paths import PROJECT_ROOT
 from gpushare.wording import Wording
 from policies.gpushare_policies.registry import PACK_NAME, PolicyConfig, Violation, evaluate
 from policies.gpushare_policies.stack import from_plan
 
-ROOT = Path(__file__).resolve().parent.parent
-POLICY_CONFIG_DIR = ROOT / "policies" / "config"
+POLICY_CONFIG_DIR = PROJECT_ROOT / "policies" / "config"
 EXIT_MANDATORY = 1
 EXIT_BAD_INPUT = 2
 
@@ -97,7 +97,11 @@ def report(violations: list[Violation], config_path: Path | None) -> str:
         lines.append(f"[{violation.level}] {violation.policy} ({violation.severity})")
         lines.append(f"    {violation.message}")
     mandatory = sum(v.level == "mandatory" for v in violations)
-    config = config_path.relative_to(ROOT) if config_path and config_path.is_relative_to(ROOT) else config_path
+    config = (
+        config_path.relative_to(PROJECT_ROOT)
+        if config_path and config_path.is_relative_to(PROJECT_ROOT)
+        else config_path
+    )
     lines.append(
         f"{PACK_NAME}: {mandatory} mandatory, {len(violations) - mandatory} advisory violation(s)"
         f" (policy config: {config or 'pack defaults'})"

@@ -11,7 +11,6 @@ import re
 import sys
 import types
 from collections.abc import Callable
-from pathlib import Path
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import annotated_types
@@ -26,10 +25,10 @@ from gpushare.catalog import load_catalog
 from gpushare.config import PATTERN_RULES, PROJECT, StackConfig
 from gpushare.errors import UserError
 from gpushare.hami import SharingProfile, node_capacity, smallest_memory_factor
+from gpushare.paths import PROJECT_ROOT
 from policies.gpushare_policies.registry import RULES
 
-ROOT = Path(__file__).resolve().parent.parent
-README = ROOT / "README.md"
+README = PROJECT_ROOT / "README.md"
 
 
 class DocsError(UserError):

@@ -12,13 +12,13 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from gpushare.eks import FIXED_PLAN_DAY
+from gpushare.paths import PROJECT_ROOT
 from gpushare.stackfile import read_stack_file
-from tests.conftest import PLAN_DATE
 from tools.plan import build_plan, write_plan
 from tools.summary import stack_summary
 
-ROOT = Path(__file__).resolve().parent.parent
-GOLDEN = ROOT / "tests" / "golden"
+GOLDEN = PROJECT_ROOT / "tests" / "golden"
 STACKS = ("dev", "prod", "existing")
 PLAN_FOLDERS = ("manifests", "helm")
 
@@ -26,15 +26,20 @@ PLAN_FOLDERS = ("manifests", "helm")
 def plan_files(stack: str) -> dict[str, str]:
     """Relative path -> content of every file `make plan` writes under manifests/ and helm/ for `stack`, planned
     for the tests' fixed day so the files never depend on when they were written."""
-    config, plan = build_plan(read_stack_file(ROOT / f"Pulumi.{stack}.yaml"), stack, PLAN_DATE)
+    config, plan = build_plan(read_stack_file(PROJECT_ROOT / f"Pulumi.{stack}.yaml"), stack, FIXED_PLAN_DAY)
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch) / stack
         write_plan(plan, stack_summary(config, plan), folder)
-        return {
-            path.relative_to(folder).as_posix(): path.read_text()
-            for sub in PLAN_FOLDERS
-            for path in sorted((folder / sub).glob("*.yaml"))
-        }
+        return plan_folder_files(folder)
+
+
+def plan_folder_files(folder: Path) -> dict[str, str]:
+    """Relative path -> content of the manifests/ and helm/ files of a plan folder `make plan` wrote."""
+    return {
+        path.relative_to(folder).as_posix(): path.read_text()
+        for sub in PLAN_FOLDERS
+        for path in sorted((folder / sub).glob("*.yaml"))
+    }
 
 
 def golden_files(stack: str) -> dict[str, str]:
@@ -52,7 +57,7 @@ def main() -> None:
         for name, content in files.items():
             (folder / name).parent.mkdir(parents=True, exist_ok=True)
             (folder / name).write_text(content)
-        print(f"wrote {len(files)} files under {folder.relative_to(ROOT)}")
+        print(f"wrote {len(files)} files under {folder.relative_to(PROJECT_ROOT)}")
 
 
 if __name__ == "__main__":

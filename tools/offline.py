@@ -12,7 +12,6 @@ import logging
 import runpy
 import sys
 from datetime import date
-from pathlib import Path
 from typing import Any
 
 import pulumi
@@ -23,10 +22,10 @@ from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
 from gpushare import existing
+from gpushare.paths import PROJECT_ROOT
 from gpushare.stackfile import engine_key
 
-ROOT = Path(__file__).resolve().parent.parent
-PROGRAM = ROOT / "__main__.py"
+PROGRAM = PROJECT_ROOT / "__main__.py"
 ACCOUNT_ID = "123456789012"
 # Signature keys of Pulumi's wire format (sdk/go/common/resource/sig).
 _SIG = "4dabf18193072939515e22adb298388d"
@@ -213,15 +212,16 @@ def _engine_logger() -> logging.Logger:
 def run_program(
     raw_config: dict[str, Any], stack: str, today: date, plan_mocks: PlanMocks | None = None
 ) -> RecordingMonitor:
-    """Run __main__.py with `raw_config` (a stack file's config map), judged on `today` (its PLAN_DATE), and return
-    what it registered; `plan_mocks` answers in place of the default ones (a test's other cluster)."""
+    """Run __main__.py with `raw_config` (a stack file's config map), judged on `today` (which the program reads as
+    OFFLINE_TODAY), and return what it registered; `plan_mocks` answers in place of the default ones (a test's other
+    cluster)."""
     config = {engine_key(str(key)): _config_text(value) for key, value in raw_config.items()}
     pulumi.runtime.set_all_config(config)
     monitor = RecordingMonitor(plan_mocks or PlanMocks(str(config.get("aws:region", "us-east-1"))))
     mocks.set_mocks(
         monitor.mocks, project="gpushare", stack=stack, preview=False, monitor=monitor, logger=_engine_logger()
     )
-    _sync_await(run_pulumi_func(lambda: runpy.run_path(str(PROGRAM), {"PLAN_DATE": today}, run_name="__main__")))
+    _sync_await(run_pulumi_func(lambda: runpy.run_path(str(PROGRAM), {"OFFLINE_TODAY": today}, run_name="__main__")))
     # Under mocks the root stack is finished before the program runs, so exports are read off it here.
     for key, value in settings.get_root_resource().outputs.items():
         output = pulumi.Output.from_input(value)

@@ -26,8 +26,9 @@ import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-SHIPPED = ROOT / "examples" / "workloads" / "production-day.csv"
+from gpushare.paths import PROJECT_ROOT
+
+SHIPPED = PROJECT_ROOT / "examples" / "workloads" / "production-day.csv"
 DAY_START = datetime(2026, 11, 18, tzinfo=UTC)  # a Wednesday
 SEED = 28
 COLUMNS = ("namespace", "name", "created", "deleted", "cpu", "memory", "gpus", "gpuShare", "gpuMemoryMib", "gpuCores")

@@ -18,20 +18,22 @@ import sys
 from pathlib import Path
 
 from gpushare import metrics
+from gpushare.eks import FIXED_PLAN_DAY
 from gpushare.loader import load_stack_config
+from gpushare.paths import PROJECT_ROOT
 from gpushare.render import alerts
 from gpushare.render.yamlio import dump
 from gpushare.stackfile import read_stack_file
-from tests.conftest import PLAN_DATE
 
-ROOT = Path(__file__).resolve().parent.parent
-STACK_FILE = ROOT / "Pulumi.prod.yaml"
-OUT = ROOT / "build" / "monitoring"
+STACK_FILE = PROJECT_ROOT / "Pulumi.prod.yaml"
+OUT = PROJECT_ROOT / "build" / "monitoring"
 RULES_FILE = "gpushare-gpu.rules.yaml"
 
 
 def build_tools() -> Path:
-    result = subprocess.run([ROOT / "monitoring" / "tools" / "build-promtool.sh"], capture_output=True, text=True)
+    result = subprocess.run(
+        [PROJECT_ROOT / "monitoring" / "tools" / "build-promtool.sh"], capture_output=True, text=True
+    )
     if result.returncode != 0:
         sys.stderr.write(result.stderr)
         sys.exit(result.returncode)
@@ -39,7 +41,7 @@ def build_tools() -> Path:
 
 
 def main() -> int:
-    config = load_stack_config(read_stack_file(STACK_FILE), today=PLAN_DATE)
+    config = load_stack_config(read_stack_file(STACK_FILE), today=FIXED_PLAN_DAY)
     if not config.monitoring.enabled:
         print(f"{STACK_FILE.name}: gpushare:monitoring is not enabled; nothing to test", file=sys.stderr)
         return 2

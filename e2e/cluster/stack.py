@@ -24,10 +24,10 @@ import yaml
 
 from e2e.cluster.errors import RigError
 from gpushare import names
+from gpushare.eks import FIXED_PLAN_DAY
+from gpushare.paths import PROJECT_ROOT
 from gpushare.stackfile import read_stack_document
-from tests.conftest import PLAN_DATE
 
-ROOT = Path(__file__).resolve().parents[2]
 KWOK_NODE_CLASS = {
     "apiVersion": "karpenter.kwok.sh/v1alpha1",
     "kind": "KWOKNodeClass",
@@ -93,13 +93,13 @@ def feature_gates(plan: Plan) -> dict[str, str]:
 
 def write_plan(stack: str, out: Path, stack_file: Path | None = None) -> Path:
     """Run the offline plan of Pulumi.<stack>.yaml, or of `stack_file` (exit 0, or 1 for policy findings,
-    still written), judged for the golden plans' day (PLAN_DATE): the rig proves the stack's behaviour, not
+    still written), judged for the golden plans' day (FIXED_PLAN_DAY): the rig proves the stack's behaviour, not
     its EKS support window (unit tests judge that), so a run never depends on the day it runs."""
-    config = stack_file or ROOT / f"Pulumi.{stack}.yaml"
-    plan = ["tools.plan", "--config", str(config), "--out", str(out), "--date", PLAN_DATE.isoformat()]
+    config = stack_file or PROJECT_ROOT / f"Pulumi.{stack}.yaml"
+    plan = ["tools.plan", "--config", str(config), "--out", str(out), "--date", FIXED_PLAN_DAY.isoformat()]
     result = subprocess.run(
         [sys.executable, "-m", *plan],
-        cwd=ROOT,
+        cwd=PROJECT_ROOT,
         capture_output=True,
         text=True,
     )
@@ -110,7 +110,7 @@ def write_plan(stack: str, out: Path, stack_file: Path | None = None) -> Path:
 
 def stack_file(stack: str) -> dict[str, Any]:
     """Pulumi.<stack>.yaml as a document (its `config` map holds the stack's keys)."""
-    return read_stack_document(ROOT / f"Pulumi.{stack}.yaml")
+    return read_stack_document(PROJECT_ROOT / f"Pulumi.{stack}.yaml")
 
 
 def plan_of(name: str, document: dict[str, Any], work: Path) -> Plan:

@@ -20,7 +20,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from e2e.cluster.errors import RigError
 from e2e.cluster.hami_chart import HamiRelease
 from e2e.cluster.instance_types import PODS_PER_NODE
-from e2e.cluster.stack import ROOT
 from e2e.cluster.workloads import Context, gpu_deployment, nodeclaims, nodes_by_type, usd_per_hour
 from e2e.simulator.packing import NodeType, PodShape, best_packing
 from e2e.simulator.replay import load_replay
@@ -38,6 +37,7 @@ from gpushare import names
 from gpushare.catalog import Catalog
 from gpushare.errors import UserError, all_errors, key_path
 from gpushare.files import read_yaml
+from gpushare.paths import PROJECT_ROOT
 from gpushare.stackfile import read_stack_file
 from gpushare.wording import Wording
 
@@ -133,7 +133,7 @@ def load_workload(path: Path, config: dict[str, Any] | None = None) -> Workload:
 def load_simulation(path: Path, mapping: Path | None = None) -> Workload | Demand:
     """A fixed mix (a file with `pods` and none of a trace's keys), a trace of a day, or with `mapping` a pod list
     replayed; each checked against its stack's config, every problem at once (UserError)."""
-    configs = {stack: read_stack_file(ROOT / f"Pulumi.{stack}.yaml") for stack in ("dev", "prod")}
+    configs = {stack: read_stack_file(PROJECT_ROOT / f"Pulumi.{stack}.yaml") for stack in ("dev", "prod")}
     if mapping is not None:
         return load_replay(path, mapping, configs)
     data = read_yaml(path)

@@ -31,11 +31,11 @@ from gpushare import names
 from gpushare.capacity import pool_plans
 from gpushare.catalog import Catalog, load_catalog
 from gpushare.config import StackConfig
+from gpushare.eks import FIXED_PLAN_DAY
 from gpushare.errors import UserError, all_errors, key_path, raise_at
 from gpushare.files import read_yaml
 from gpushare.loader import load_stack_config
 from gpushare.wording import Wording
-from tests.conftest import PLAN_DATE
 
 CLOCK = re.compile(r"^([01][0-9]|2[0-3]):([0-5][0-9])$")
 NAME = r"^[a-z]([-a-z0-9]{0,30}[a-z0-9])?$"
@@ -563,7 +563,7 @@ def stack_config(raw: dict[str, Any]) -> StackConfig | None:
     """The stack config as the program reads it (judged for the rig's plan day), or None when it does not load:
     the program's own check of that config names its problems."""
     try:
-        return load_stack_config(raw, today=PLAN_DATE)
+        return load_stack_config(raw, today=FIXED_PLAN_DAY)
     except UserError:
         return None
 

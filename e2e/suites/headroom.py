@@ -24,9 +24,9 @@ from e2e.cluster.workloads import (
 )
 from e2e.suites.base import Result, Scenario, ScenarioFailure, all_consolidated, placed_by_hami, wait
 from gpushare import names
+from gpushare.eks import FIXED_PLAN_DAY
 from gpushare.errors import UserError
 from gpushare.loader import load_stack_config
-from tests.conftest import PLAN_DATE
 
 HEADROOM_TEAM = "inference"
 # The headroom the scenario's copy of the team asks for (teams[].headroom): two warm pods of a third of a T4 each.
@@ -175,7 +175,7 @@ def _fragmenting_buffer(ctx: Context, team: str, pool: str, template: dict[str, 
         if entry["name"] == team:
             entry["headroom"] = {"pods": FRAGMENT_PODS, "shape": {"gpuMemoryMib": FRAGMENT_MIB, "gpuCores": 10}}
     try:
-        load_stack_config(document["config"], today=PLAN_DATE)
+        load_stack_config(document["config"], today=FIXED_PLAN_DAY)
     except UserError as error:
         refusal = next((line for line in str(error).splitlines() if "fragments" in line), "")
     else:

@@ -9,7 +9,6 @@ from typing import Any
 import yaml
 
 from e2e.cluster import prometheus
-from e2e.cluster.stack import ROOT
 from e2e.cluster.workloads import (
     DEFAULT_SCHEDULER,
     Context,
@@ -36,6 +35,7 @@ from e2e.suites.base import (
 )
 from e2e.suites.monitoring import active_alerts_about, hold_past_alert_threshold
 from gpushare import names
+from gpushare.paths import PROJECT_ROOT
 
 SEED_TEAM = "inference"
 WIDE_TEAM = "ml-research"
@@ -338,6 +338,8 @@ SCENARIOS = (
     Scenario("several-nodes", lambda ctx: several_nodes(ctx, 12), (WIDE_TEAM,)),
     Scenario("cpu-limit", cpu_limit_blocks_second_node, (SEED_TEAM,)),
     Scenario(
-        "examples", lambda ctx: examples_run(ctx, sorted((ROOT / "examples").glob("*.yaml"))), (WIDE_TEAM, SEED_TEAM)
+        "examples",
+        lambda ctx: examples_run(ctx, sorted((PROJECT_ROOT / "examples").glob("*.yaml"))),
+        (WIDE_TEAM, SEED_TEAM),
     ),
 )

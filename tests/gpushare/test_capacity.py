@@ -68,6 +68,7 @@ def _one_type_pool(raw: dict[str, Any], quota_mib: int) -> dict[str, Any]:
     return raw
 
 
+@pytest.mark.plan
 def test_config_and_pack_agree_on_what_a_pool_supplies():
     with pytest.raises(ConfigError, match=r"quota.gpuMemoryMib: 92160 is more than .* allowed: at most 61440"):
         load_stack_config(_one_type_pool(raw_stack("dev"), 92160), today=PLAN_DATE)
@@ -136,6 +137,7 @@ def stack_configs(draw: st.DrawFn) -> dict[str, Any]:
     return raw
 
 
+@pytest.mark.plan
 @given(stack_configs())
 @settings(
     max_examples=25,

@@ -4,7 +4,7 @@ mirror of its registry when one is configured, and nothing changes without one."
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import cache
 from typing import Any
 
@@ -51,24 +51,50 @@ PROD_IMAGES = {
 }
 
 
-def _rendered(stack: str, mirrors: dict[str, str]) -> dict[str, Any]:
+def _deployed(resources: list[dict[str, Any]]) -> dict[str, Any]:
     """Release chart -> values, object id -> object: everything the stack deploys, as its offline plan has it."""
-    return _planned(stack, tuple(sorted(mirrors.items())))
+    deployed: dict[str, Any] = {}
+    for resource in resources:
+        inputs = resource["inputs"]
+        if resource["type"] == "kubernetes:helm.sh/v3:Release":
+            deployed[inputs["chart"].rsplit("/", 1)[-1]] = inputs.get("values", {})
+        elif resource["type"].startswith("kubernetes:"):
+            deployed[resource["name"]] = inputs  # named by object id, as the plan's manifests/ files are
+    return deployed
 
 
 @cache
 def _planned(stack: str, mirrors: tuple[tuple[str, str], ...]) -> dict[str, Any]:
     raw = raw_stack(stack)
-    if mirrors:
-        raw["gpushare:registryMirrors"] = dict(mirrors)
-    rendered: dict[str, Any] = {}
-    for resource in run_program(raw, stack, PLAN_DATE).recorded:
-        inputs = resource["inputs"]
-        if resource["type"] == "kubernetes:helm.sh/v3:Release":
-            rendered[inputs["chart"].rsplit("/", 1)[-1]] = inputs.get("values", {})
-        elif resource["type"].startswith("kubernetes:"):
-            rendered[resource["name"]] = inputs  # named by object id, as the plan's manifests/ files are
-    return rendered
+    raw["gpushare:registryMirrors"] = dict(mirrors)
+    return _deployed(run_program(raw, stack, PLAN_DATE).recorded)
+
+
+@pytest.fixture(scope="module")
+def mirrored_prod_plan(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """prod behind every mirror, planned as `make plan` does (in a fresh interpreter): its plan.json."""
+    work = tmp_path_factory.mktemp("mirrored")
+    stack_file = work / "stacks" / "Pulumi.prod.yaml"
+    stack_file.parent.mkdir()
+    stack_file.write_text(yaml.safe_dump({"config": {**raw_stack("prod"), "gpushare:registryMirrors": MIRRORS}}))
+    completed = run_plan(stack_file, work / "out")
+    assert completed.returncode == 0, completed.stderr
+    return json.loads((work / "out" / "prod" / "plan.json").read_text())
+
+
+@pytest.fixture
+def rendered(plans, mirrored_prod_plan) -> Callable[[str, dict[str, str]], dict[str, Any]]:
+    """What `stack` deploys behind `mirrors`: read off the shipped plans and the mirrored prod plan the other tests
+    read too, any other stack and mirrors run once."""
+
+    def render(stack: str, mirrors: dict[str, str]) -> dict[str, Any]:
+        if not mirrors:
+            return _deployed(plans[stack]["resources"])
+        if stack == "prod" and mirrors == MIRRORS:
+            return _deployed(mirrored_prod_plan["resources"])
+        return _planned(stack, tuple(sorted(mirrors.items())))
+
+    return render
 
 
 def _walk(data: Any, path: str = "") -> Iterator[tuple[str, Any]]:
@@ -146,22 +172,22 @@ def test_image_maps_keep_the_chart_split_and_tag():
 
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])
-def test_every_image_goes_through_the_mirror_of_its_registry(stack):
-    rendered = _rendered(stack, MIRRORS)
-    refs = image_refs(rendered)
+def test_every_image_goes_through_the_mirror_of_its_registry(rendered, stack):
+    deployed = rendered(stack, MIRRORS)
+    refs = image_refs(deployed)
     assert refs
     outside = {where: ref for where, ref in refs.items() if not ref.startswith(tuple(MIRRORS.values()))}
     assert outside == {}
-    assert _upstream_strings(rendered) == []
+    assert _upstream_strings(deployed) == []
 
 
-def test_every_image_prod_deploys_is_written_out_behind_mirrors():
-    assert set(image_refs(_rendered("prod", MIRRORS))) == PROD_IMAGES
+def test_every_image_prod_deploys_is_written_out_behind_mirrors(rendered):
+    assert set(image_refs(rendered("prod", MIRRORS))) == PROD_IMAGES
 
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])
-def test_without_mirrors_the_stack_sets_only_its_own_images(stack):
-    refs = image_refs(_rendered(stack, {}))
+def test_without_mirrors_the_stack_sets_only_its_own_images(rendered, stack):
+    refs = image_refs(rendered(stack, {}))
     assert {path for _, path in refs} <= {
         "scheduler.kubeScheduler.image",
         "scheduler.patch.image",
@@ -176,10 +202,10 @@ def test_without_mirrors_the_stack_sets_only_its_own_images(stack):
 
 
 @pytest.mark.parametrize("registry", images.UPSTREAM_REGISTRIES)
-def test_one_mirror_moves_the_images_of_its_registry_and_no_other(registry):
-    plain = image_refs(_rendered("prod", {}))
-    full = image_refs(_rendered("prod", MIRRORS))
-    one = image_refs(_rendered("prod", {registry: MIRRORS[registry]}))
+def test_one_mirror_moves_the_images_of_its_registry_and_no_other(rendered, registry):
+    plain = image_refs(rendered("prod", {}))
+    full = image_refs(rendered("prod", MIRRORS))
+    one = image_refs(rendered("prod", {registry: MIRRORS[registry]}))
     for where, ref in one.items():
         if ref.startswith(f"{MIRRORS[registry]}/"):
             assert full[where] == ref
@@ -188,28 +214,22 @@ def test_one_mirror_moves_the_images_of_its_registry_and_no_other(registry):
     assert any(ref.startswith(f"{MIRRORS[registry]}/") for ref in one.values())
 
 
-def test_chart_defaults_keep_their_tags_and_digests():
-    rendered = _rendered("prod", MIRRORS)
-    assert rendered["karpenter"]["controller"]["image"] == {"repository": f"{ECR}/ecr-public/karpenter/controller"}
-    assert rendered["hami"]["devicePlugin"]["image"] == {
+def test_chart_defaults_keep_their_tags_and_digests(rendered):
+    deployed = rendered("prod", MIRRORS)
+    assert deployed["karpenter"]["controller"]["image"] == {"repository": f"{ECR}/ecr-public/karpenter/controller"}
+    assert deployed["hami"]["devicePlugin"]["image"] == {
         "registry": f"{ECR}/docker-hub",
         "repository": "projecthami/hami",
     }
-    assert rendered["dcgm-exporter"]["image"]["tag"] == pins.image_tag("nvcr.io/nvidia/k8s/dcgm-exporter")
-    assert rendered["hami-webui"]["image"]["frontend"] == {
+    assert deployed["dcgm-exporter"]["image"]["tag"] == pins.image_tag("nvcr.io/nvidia/k8s/dcgm-exporter")
+    assert deployed["hami-webui"]["image"]["frontend"] == {
         "tag": f"v{pins.chart_version(names.WEBUI_CHART)}",
         "repository": f"{ECR}/docker-hub/projecthami/hami-webui-fe-oss",
     }
 
 
-def test_a_mirrored_plan_passes_the_policy_pack_as_the_shipped_one_does(plans, tmp_path):
-    stack_file = tmp_path / "stacks" / "Pulumi.prod.yaml"
-    stack_file.parent.mkdir()
-    raw = {"config": {**raw_stack("prod"), "gpushare:registryMirrors": MIRRORS}}
-    stack_file.write_text(yaml.safe_dump(raw))
-    completed = run_plan(stack_file, tmp_path / "out")
-    assert completed.returncode == 0, completed.stderr
-    plan = json.loads((tmp_path / "out" / "prod" / "plan.json").read_text())
+def test_a_mirrored_plan_passes_the_policy_pack_as_the_shipped_one_does(plans, mirrored_prod_plan):
+    plan = mirrored_prod_plan
     assert sorted(v["policy"] for v in plan["violations"]) == sorted(v["policy"] for v in plans["prod"]["violations"])
     kubernetes = {r["urn"]: r["inputs"] for r in plan["resources"] if r["type"].startswith("kubernetes:")}
     assert _upstream_strings(kubernetes) == []

@@ -6,7 +6,7 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-from policies.gpushare_policies.registry import PolicyConfig, Violation, evaluate
+from policies.gpushare_policies.registry import RULES, PolicyConfig, Violation, evaluate
 from policies.gpushare_policies.stack import StackView, from_plan
 from tests.conftest import PLAN_DATE
 
@@ -45,6 +45,15 @@ def violations(resources: Resources, policy: str, config: dict[str, Any] | None 
 
 def messages(resources: Resources, policy: str, config: dict[str, Any] | None = None) -> list[str]:
     return [v.message for v in violations(resources, policy, config)]
+
+
+def messages_by_rule(resources: Resources) -> dict[str, list[str]]:
+    """Every rule's messages (in the pack's order) from one evaluation: what `messages` says rule by rule, without
+    evaluating the whole pack once per rule."""
+    found: dict[str, list[str]] = {rule.name: [] for rule in RULES}
+    for violation in evaluate(from_plan(resources, PLAN_DATE), PolicyConfig.parse({})):
+        found.setdefault(violation.policy, []).append(violation.message)
+    return found
 
 
 def broken(plan: dict[str, Any], change: Callable[[Resources], None]) -> Resources:

@@ -32,13 +32,16 @@ def _wrong(value: Any) -> Any:
 
 def _refusals_of_wrong_types(plan: dict[str, Any], stack: str, indexes: list[int]) -> int:
     """Each input field of the resources at `indexes`, one at a time, replaced by a wrong type: findings or one line
-    of MalformedStack, nothing else; how many were refused."""
+    of MalformedStack, nothing else; how many were refused. Only the broken resource is copied: the pack never changes
+    what it reads, which the end checks."""
     resources = plan["resources"]
+    untouched = copy.deepcopy(resources)
     config, _ = policy_config_for(stack, None)
     refused = 0
     for index in indexes:
         for path in _paths(resources[index]["inputs"]):
-            mutated = copy.deepcopy(resources)
+            mutated = list(resources)
+            mutated[index] = copy.deepcopy(resources[index])
             parent = mutated[index]["inputs"]
             for step in path[:-1]:
                 parent = parent[step]
@@ -48,6 +51,7 @@ def _refusals_of_wrong_types(plan: dict[str, Any], stack: str, indexes: list[int
             except MalformedStack as error:
                 refused += 1
                 assert "\n" not in str(error)
+    assert resources == untouched
     return refused
 
 

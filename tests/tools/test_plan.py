@@ -8,6 +8,9 @@ import yaml
 from gpushare import eks, pins
 from tests.conftest import ROOT, raw_stack, run_plan
 
+# Every test here runs `make plan` in a fresh interpreter, or reads the shipped plans.
+pytestmark = pytest.mark.plan
+
 
 def test_plan_writes_manifests_and_helm_values(plans):
     folder = plans["prod"]["_folder"]

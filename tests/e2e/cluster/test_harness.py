@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from croniter import croniter
@@ -22,7 +23,6 @@ from e2e.cluster.stack import (
     for_rig,
     load_plan,
     rig_nodepool_name,
-    write_plan,
 )
 from e2e.suites.report import UPSTREAM_MODULES, karpenter_deviation, versions
 from gpushare import names, pins
@@ -215,10 +215,10 @@ def _nodepools(stack: str) -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def _plans(tmp_path_factory: pytest.TempPathFactory) -> None:
-    out = tmp_path_factory.mktemp("plans")
+def _plans(plans: dict[str, dict[str, Any]]) -> None:
+    """The shipped stacks' plan folders: the same `make plan` for the same day as the rig's write_plan runs."""
     for stack in ("dev", "prod"):
-        PLANS[stack] = write_plan(stack, out)
+        PLANS[stack] = plans[stack]["_folder"]
 
 
 PLANS: dict[str, Path] = {}

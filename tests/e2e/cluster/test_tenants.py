@@ -17,6 +17,7 @@ def rig(tmp_path_factory: pytest.TempPathFactory):
     return plan_of("rig", document, tmp_path_factory.mktemp("rig")), {t.name: t for t in tenants}
 
 
+@pytest.mark.plan
 def test_a_tenant_copies_its_teams_and_every_pool_they_list(rig) -> None:
     plan, tenants = rig
     assert dict(tenants["ab"].teams) == {"inference": "inference-ab"}
@@ -27,6 +28,7 @@ def test_a_tenant_copies_its_teams_and_every_pool_they_list(rig) -> None:
     assert pools["ab0"] == pools["g4dn-shared"]
 
 
+@pytest.mark.plan
 def test_the_copies_are_rendered_like_the_originals(rig) -> None:
     """Quota, limits and admission bound of a copy equal the original's, under the copy's names."""
     plan, _ = rig

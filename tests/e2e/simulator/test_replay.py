@@ -135,6 +135,7 @@ def test_kubernetes_quantities(text: str, value: float):
     assert quantity(text) == value
 
 
+@pytest.mark.plan
 def test_the_shipped_production_day_is_the_generators_and_replays_on_prod():
     """250 synthetic pods of five kinds; a quarter of an L4 up to whole A10Gs; CPU asks that need the larger types."""
     assert SHIPPED.read_text() == pod_list()

@@ -62,6 +62,7 @@ def _keys(problems: list[str]) -> list[str]:
     return [line.split(": ")[0] for line in problems]
 
 
+@pytest.mark.plan
 @pytest.mark.parametrize("path", TRACES, ids=lambda p: p.name)
 def test_every_shipped_trace_is_valid_with_its_variants(path: Path):
     assert _checked(path)[1] == []
@@ -429,6 +430,7 @@ def test_merged_replaces_lists_and_removes_null_keys():
     assert merged({"a": [1, 2], "b": {"c": 1, "d": 2}}, {"a": [3], "b": {"c": None}}) == {"a": [3], "b": {"d": 2}}
 
 
+@pytest.mark.plan
 def test_a_variant_the_program_refuses_is_a_problem_of_the_trace(tmp_path: Path):
     path = tmp_path / "t.yaml"
     path.write_text(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from policies.gpushare_policies.registry import RULES
-from tests.policies.helpers import broken, drop, messages, resources_of
+from tests.policies.helpers import broken, drop, messages, messages_by_rule, resources_of
 from tests.policies.rules.breaking import (
     MOCK_REPO,
     caught,
@@ -188,10 +188,10 @@ def _copied(r, labels=True, command=(), image=COPY):
 def test_a_copied_mock_image_is_still_the_mock(plans, change):
     """Every rule says about the copy exactly what it says about the shipped mock, but image-provenance, which
     judges where the image comes from (a copy under another path is no mirror of its home: test_image_provenance)."""
-    resources = broken(plans["dev"], change)
+    said, shipped = messages_by_rule(broken(plans["dev"], change)), messages_by_rule(resources_of(plans["dev"]))
     for rule in RULES:
         if rule.name != "image-provenance":
-            assert messages(resources, rule.name) == messages(resources_of(plans["dev"]), rule.name), rule.name
+            assert said[rule.name] == shipped[rule.name], rule.name
 
 
 def test_hami_28_own_config_is_still_a_pair_mock_1_0_1_parses(plans):

@@ -8,7 +8,7 @@ import importlib
 import pytest
 
 from policies.gpushare_policies.registry import RULES
-from tests.policies.helpers import broken, find, messages, resources_of, violations
+from tests.policies.helpers import broken, find, messages, messages_by_rule, resources_of, violations
 from tests.policies.rules.breaking import (
     MOCK_REPO,
     PER_GPU,
@@ -104,8 +104,9 @@ def test_a_digest_pinned_mock_image_is_still_the_mock(plans):
             mock(r), ["spec", "template", "spec", "containers", 0, "image"], f"{MOCK_REPO}:1.0.1@{digest}"
         ),
     )
+    said, shipped = messages_by_rule(resources), messages_by_rule(resources_of(plans["dev"]))
     for rule in RULES:
-        assert messages(resources, rule.name) == messages(resources_of(plans["dev"]), rule.name), rule.name
+        assert said[rule.name] == shipped[rule.name], rule.name
 
 
 def test_an_unsupported_sharing_profile_is_one_finding_that_shows_the_value(plans):
@@ -154,6 +155,4 @@ def test_an_unsupported_sharing_profile_is_one_finding_that_shows_the_value(plan
     ],
 )
 def test_wrong_types_inside_values_and_policies_never_crash_a_rule(plans, change):
-    resources = broken(plans["dev"], change)
-    for rule in RULES:
-        messages(resources, rule.name)  # must not raise
+    messages_by_rule(broken(plans["dev"], change))  # no rule may raise
