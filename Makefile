@@ -7,7 +7,7 @@ CONFIG ?= Pulumi.$(STACK).yaml
 POLICY_CONFIG ?=
 POLICY_FLAG = $(if $(POLICY_CONFIG),--policy-config $(POLICY_CONFIG))
 
-.PHONY: test lint plan check golden docs bench rules-test admission-test e2e simulate clean
+.PHONY: test lint plan check golden docs bench rules-test admission-test e2e simulate pack clean
 
 $(VENV)/.installed: requirements.txt
 	python3 -m venv $(VENV)
@@ -46,6 +46,10 @@ e2e: $(VENV)/.installed ## offline cluster: real kube-apiserver, Karpenter and K
 simulate: $(VENV)/.installed ## a workload mix, or a day (a trace, or a pod list with MAPPING) per stack variant (RUNS=n each, SPEEDS=s,s), through the offline cluster
 	@test -n "$(WORKLOAD)" || { echo "usage: make simulate WORKLOAD=examples/workloads/inference-day.yaml [RUNS=3] [SPEEDS=20,60] | WORKLOAD=pods.csv MAPPING=mapping.yaml" >&2; exit 2; }
 	$(PY) -m e2e --simulate $(WORKLOAD) $(if $(MAPPING),--mapping $(MAPPING)) $(if $(RUNS),--runs $(RUNS)) $(if $(SPEEDS),--speeds $(SPEEDS))
+
+pack: $(VENV)/.installed ## the cheapest nodes for a fixed mix, proven by CP-SAT, no cluster (STACK= packs it on another stack's pools)
+	@test -n "$(WORKLOAD)" || { echo "usage: make pack WORKLOAD=examples/workloads/inference-mix.yaml [STACK=dev|prod]" >&2; exit 2; }
+	$(PY) -m tools.pack --workload $(WORKLOAD) $(if $(filter command line environment,$(origin STACK)),--stack $(STACK))
 
 admission-test: $(VENV)/.installed ## run the team admission policies on sample pods with kube-apiserver's CEL code (needs Go)
 	$(PY) -m tools.admission_test

@@ -22,6 +22,7 @@ from e2e.cluster.hami_chart import HamiRelease
 from e2e.cluster.instance_types import PODS_PER_NODE
 from e2e.cluster.stack import ROOT
 from e2e.cluster.workloads import Context, gpu_deployment, nodeclaims, nodes_by_type, usd_per_hour
+from e2e.simulator.exact import Limit
 from e2e.simulator.packing import NodeType, PodShape, best_packing
 from e2e.simulator.replay import load_replay
 from e2e.simulator.trace import (
@@ -35,7 +36,9 @@ from e2e.simulator.trace import (
     quantity_millis,
 )
 from gpushare import names
+from gpushare.capacity import pool_plans
 from gpushare.catalog import Catalog
+from gpushare.config import StackConfig
 from gpushare.errors import UserError, all_errors, key_path
 from gpushare.files import read_yaml
 
@@ -187,25 +190,54 @@ def node_types(catalog: Catalog, types: list[str], hami: HamiRelease) -> list[No
     return kinds
 
 
+def pool_kinds(config: StackConfig, catalog: Catalog) -> dict[str, tuple[list[NodeType], Limit]]:
+    """HAMi pool name -> its instance types as the rig's nodes offer them (kwok's allocatable, GPUs as the domain
+    layer's capacity model registers them: gpushare.capacity) and its NodePool limit with what one node of each type
+    counts against it."""
+    found = {}
+    for name, plan in pool_plans(config).items():
+        if plan.sharing != names.SHARING_HAMI:
+            continue
+        kinds = []
+        for capacity in plan.capacities:
+            itype = catalog.instance_type(capacity.instance_type)
+            kinds.append(
+                NodeType(
+                    name=itype.name,
+                    usd_per_hour=itype.on_demand_usd_per_hour,
+                    cpu_millis=itype.vcpu * 1000 - KWOK_RESERVED_CPU_MILLIS,
+                    memory_mib=itype.memory_mib - KWOK_RESERVED_MEMORY_MIB,
+                    pods=PODS_PER_NODE,
+                    gpus=capacity.gpus,
+                    split=capacity.vgpus // capacity.gpus,
+                    gpu_memory_mib=capacity.vgpu_max_memory_mib,
+                    gpu_cores=capacity.gpu_cores // capacity.gpus,
+                )
+            )
+        units = {node.instance_type: node.resources[plan.limit_resource] for node in plan.nodes}
+        found[name] = (kinds, (plan.gpu_limit, units))
+    return found
+
+
+def pod_shapes(workload: Workload, pool: str) -> list[PodShape]:
+    """The pool's pods of the mix, one shape per pod."""
+    return [
+        PodShape(
+            group.vgpus, group.gpu_memory_mib, group.gpu_cores, quantity_millis(group.cpu), quantity_mib(group.memory)
+        )
+        for group in workload.pods
+        if group.pool == pool
+        for _ in range(group.count)
+    ]
+
+
 def packing_bound(
     catalog: Catalog, pool_types: dict[str, list[str]], workload: Workload, hami: HamiRelease
 ) -> dict[str, Any]:
     """The cheapest per-GPU packing of each pool's pods (e2e.simulator.packing), summed over the pools."""
     usd, by_type = 0.0, {}
     for pool in sorted({group.pool for group in workload.pods}):
-        pods = [
-            PodShape(
-                group.vgpus,
-                group.gpu_memory_mib,
-                group.gpu_cores,
-                quantity_millis(group.cpu),
-                quantity_mib(group.memory),
-            )
-            for group in workload.pods
-            if group.pool == pool
-            for _ in range(group.count)
-        ]
-        found = best_packing(pods, node_types(catalog, pool_types[pool], hami))
+        found = best_packing(pod_shapes(workload, pool), node_types(catalog, pool_types[pool], hami))
         if found is None:
             raise RigError(f"no instance type of pool {pool} holds every pod of the workload")
         usd += found[0]
