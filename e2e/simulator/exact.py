@@ -28,8 +28,12 @@ from ortools.sat.python import cp_model
 
 from e2e.simulator.packing import NodeType, PodShape, first_fit_packing
 
-# Work units of CP-SAT's deterministic clock (about a second each on a current core); the same on every machine.
-DETERMINISTIC_LIMIT = 10.0
+# Work units of CP-SAT's deterministic clock, the same on every machine (one unit took 5 to 9 s of wall time on a
+# loaded two-core machine); a fifth goes to branch and bound, the rest to the core-based search that proves.
+DETERMINISTIC_LIMIT = 1.5
+SEARCH_SHARE = 0.2
+# A safety stop in wall time only: a solve it cuts short may differ between runs (docs/packing.md).
+WALL_LIMIT_S = 30.0
 SEED = 7
 MICRO_USD = 1_000_000
 
@@ -123,6 +127,25 @@ def _nodes_of_type(kind: NodeType, counts: Counter[PodShape], limit: Limit | Non
     return most
 
 
+def resource_bound(pods: Sequence[PodShape], kinds: Sequence[NodeType]) -> float:
+    """A bound no packing beats: for each resource, all the pods ask of it at the lowest price per unit any type
+    offers it (the node model's floor, whose own relaxation the time limit may stop before it is solved)."""
+    asks = [
+        (sum(p.vgpus * p.gpu_memory_mib for p in pods), lambda k: k.gpus * k.gpu_memory_mib),
+        (sum(p.vgpus * p.gpu_cores for p in pods), lambda k: k.gpus * k.gpu_cores),
+        (sum(p.vgpus for p in pods), lambda k: k.gpus * k.split),
+        (sum(p.cpu_millis for p in pods), lambda k: k.cpu_millis),
+        (sum(p.memory_mib for p in pods), lambda k: k.memory_mib),
+        (len(pods), lambda k: k.pods),
+    ]
+    bound = 0.0
+    for asked, offered in asks:
+        prices = [k.usd_per_hour / offered(k) for k in kinds if offered(k) > 0]
+        if asked and prices:
+            bound = max(bound, asked * min(prices))
+    return bound
+
+
 def _within_limit(nodes: Sequence[tuple[NodeType, Sequence[PodShape]]], limit: Limit | None) -> bool:
     return limit is None or sum(limit[1].get(kind.name, 0) for kind, _ in nodes) <= limit[0]
 
@@ -191,19 +214,17 @@ def _node_model(
     if hint is not None:
         _add_hint(model, hint, kinds, shapes, slots, opened, held)
 
-    solver = cp_model.CpSolver()
-    solver.parameters.num_workers = 1
-    solver.parameters.random_seed = SEED
-    solver.parameters.max_deterministic_time = deterministic_limit
+    solver = _solver(deterministic_limit)
     status = solver.solve(model)
+    floor = resource_bound(pods, kinds)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         if status == cp_model.INFEASIBLE:
             return Packing(INFEASIBLE, (), 0.0, 0.0)
-        bound = solver.best_objective_bound / MICRO_USD
+        bound = max(floor, solver.best_objective_bound / MICRO_USD)
         if hint is None:
             return Packing(UNKNOWN, (), 0.0, bound)
         return _from_first_fit(hint, bound)
-    bound = solver.best_objective_bound / MICRO_USD
+    bound = max(floor, solver.best_objective_bound / MICRO_USD)
     usd = round(solver.objective_value / MICRO_USD, 6)
     if hint is not None and usd >= ceiling - 1e-9 and status != cp_model.OPTIMAL:
         return _from_first_fit(hint, bound)
@@ -277,8 +298,10 @@ def _split_into_pods(shape: PodShape, count: int, per_gpu: Sequence[int]) -> lis
     return [PlacedPod(shape, tuple(sorted(listed[i::count]))) for i in range(count)]
 
 
-# Beyond this many distinct node contents over a pool's types the node model solves instead of the pattern model.
+# Beyond this many distinct node contents over a pool's types, or a content whose GPUs take more than PLACE_STEPS
+# steps to decide, the node model solves instead of the pattern model.
 PATTERN_CAP = 40_000
+PLACE_STEPS = 20_000
 
 
 def exact_packing(
@@ -301,7 +324,10 @@ def exact_packing(
     kinds = sorted(kinds, key=lambda k: (k.usd_per_hour, k.name))
     if any(not any(_fits_one(shape, kind) for kind in kinds) for shape in shapes):
         return Packing(INFEASIBLE, (), 0.0, 0.0)
-    contents = _contents(shapes, counts, kinds)
+    try:
+        contents = _contents(shapes, counts, kinds)
+    except TooHard:
+        contents = None
     if contents is None:
         return _node_model(pods, kinds, limit, deterministic_limit)
     first_fit = first_fit_packing(pods, kinds)
@@ -321,22 +347,17 @@ def exact_packing(
     model.minimize(sum(_micro(kind.usd_per_hour) * var for (kind, _), var in zip(contents, chosen, strict=True)))
     if hint is not None:
         _hint_contents(model, hint, shapes, contents, chosen)
-    fewest = _fewest_nodes(model, chosen, deterministic_limit / 4)
+    fewest = _fewest_nodes(model, chosen, deterministic_limit * SEARCH_SHARE)
     model.add(sum(chosen) >= fewest)
-    solver = cp_model.CpSolver()
-    solver.parameters.num_workers = 1
-    solver.parameters.random_seed = SEED
-    solver.parameters.max_deterministic_time = deterministic_limit
-    status = solver.solve(model)
-    if status == cp_model.INFEASIBLE:
+    status, values, bound = _solve(model, chosen, deterministic_limit)
+    if status == INFEASIBLE:
         return Packing(INFEASIBLE, (), 0.0, 0.0)
-    bound = solver.best_objective_bound / MICRO_USD
-    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+    if values is None:
         return _from_first_fit(hint, bound) if hint is not None else Packing(UNKNOWN, (), 0.0, bound)
     wanted = Counter(counts)
     nodes = []
-    for (kind, content), var in zip(contents, chosen, strict=True):
-        for _ in range(solver.value(var)):
+    for (kind, content), opened in zip(contents, values, strict=True):
+        for _ in range(opened):
             placed = []
             pods_here = [shape for shape, held in zip(shapes, content, strict=True) for _ in range(held)]
             for entry in _place(kind, pods_here) or ():
@@ -346,9 +367,50 @@ def exact_packing(
             if placed:
                 nodes.append(PackedNode(kind, tuple(placed)))
     usd = round(sum(node.kind.usd_per_hour for node in nodes), 6)
-    if hint is not None and status != cp_model.OPTIMAL and usd >= sum(k.usd_per_hour for k, _ in hint) - 1e-9:
+    if hint is not None and status != OPTIMAL and usd >= sum(k.usd_per_hour for k, _ in hint) - 1e-9:
         return _from_first_fit(hint, bound)
-    return Packing(OPTIMAL if status == cp_model.OPTIMAL else FEASIBLE, tuple(nodes), usd, min(bound, usd))
+    return Packing(OPTIMAL if usd <= bound + 1e-9 else FEASIBLE, tuple(nodes), usd, min(bound, usd))
+
+
+def _solver(deterministic_limit: float, core: bool = False) -> cp_model.CpSolver:
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    solver.parameters.random_seed = SEED
+    solver.parameters.max_deterministic_time = deterministic_limit
+    solver.parameters.max_time_in_seconds = WALL_LIMIT_S
+    solver.parameters.optimize_with_core = core
+    return solver
+
+
+def _solve(
+    model: cp_model.CpModel, chosen: Sequence[cp_model.IntVar], deterministic_limit: float
+) -> tuple[str, list[int] | None, float]:
+    """Status, the variables' values of the best packing (None: none found) and the proven bound in $/h. Two
+    single-worker passes: branch and bound finds good packings fast but seldom raises the relaxation's bound; a
+    core-based search, from scratch (a hint slows it), raises the bound by proving cores of the objective
+    infeasible: together they prove in seconds what either alone leaves open."""
+    search = _solver(deterministic_limit * SEARCH_SHARE)
+    status = search.solve(model)
+    if status == cp_model.INFEASIBLE:
+        return INFEASIBLE, None, 0.0
+    found = status in (cp_model.OPTIMAL, cp_model.FEASIBLE)
+    values = [search.value(var) for var in chosen] if found else None
+    objective = search.objective_value if found else math.inf
+    bound = search.best_objective_bound
+    if status != cp_model.OPTIMAL:
+        proving = model.clone()
+        proving.clear_hints()
+        core = _solver(deterministic_limit * (1 - SEARCH_SHARE), core=True)
+        status = core.solve(proving)
+        if status == cp_model.INFEASIBLE:
+            return INFEASIBLE, None, 0.0
+        bound = max(bound, core.best_objective_bound)
+        if status in (cp_model.OPTIMAL, cp_model.FEASIBLE) and core.objective_value < objective:
+            values, objective = [core.value(var) for var in chosen], core.objective_value
+    bound_usd = bound / MICRO_USD
+    if values is None:
+        return UNKNOWN, None, bound_usd
+    return (OPTIMAL if objective <= bound else FEASIBLE), values, bound_usd
 
 
 def _hint_contents(
@@ -415,8 +477,13 @@ def _holds(kind: NodeType, shapes: Sequence[PodShape], content: Sequence[int]) -
     return _place(kind, pods) is not None if pods else True
 
 
+class TooHard(Exception):
+    """Deciding whether one node holds a content took more than PLACE_STEPS steps of the search."""
+
+
 def _place(kind: NodeType, pods: Sequence[PodShape]) -> list[PlacedPod] | None:
-    """GPUs for each pod's vGPUs on one node, or None when HAMi's rules leave no way."""
+    """GPUs for each pod's vGPUs on one node, or None when HAMi's rules leave no way (a search over GPU choices,
+    states reached twice tried once; TooHard past PLACE_STEPS, single-GPU nodes never)."""
     if any(pod.vgpus > kind.gpus for pod in pods):
         return None
     if all(pod.gpu_memory_mib == 0 and pod.gpu_cores == 0 for pod in pods):
@@ -428,7 +495,14 @@ def _place(kind: NodeType, pods: Sequence[PodShape]) -> list[PlacedPod] | None:
             placed.append(PlacedPod(pod, tuple(sorted((turn + i) % kind.gpus for i in range(pod.vgpus)))))
             turn = (turn + pod.vgpus) % kind.gpus
         return placed
+    if (
+        sum(pod.vgpus * pod.gpu_memory_mib for pod in pods) > kind.gpus * kind.gpu_memory_mib
+        or sum(pod.vgpus * pod.gpu_cores for pod in pods) > kind.gpus * kind.gpu_cores
+        or sum(pod.vgpus for pod in pods) > kind.gpus * kind.split
+    ):
+        return None
     left = [(kind.gpu_memory_mib, kind.gpu_cores, kind.split)] * kind.gpus
+    steps = [0]
     ordered = sorted(range(len(pods)), key=lambda i: (-pods[i].vgpus, -pods[i].gpu_memory_mib, -pods[i].gpu_cores))
     chosen: dict[int, tuple[int, ...]] = {}
 
@@ -436,6 +510,9 @@ def _place(kind: NodeType, pods: Sequence[PodShape]) -> list[PlacedPod] | None:
         if position == len(ordered):
             return True
         pod = pods[ordered[position]]
+        steps[0] += 1
+        if steps[0] > PLACE_STEPS:
+            raise TooHard
         tried = set()
         for gpus in combinations(range(kind.gpus), pod.vgpus):
             if not all(
@@ -470,9 +547,6 @@ def _fewest_nodes(model: cp_model.CpModel, chosen: Sequence[cp_model.IntVar], de
     counting = model.clone()
     counting.clear_objective()
     counting.minimize(sum(counting.get_int_var_from_proto_index(var.index) for var in chosen))
-    solver = cp_model.CpSolver()
-    solver.parameters.num_workers = 1
-    solver.parameters.random_seed = SEED
-    solver.parameters.max_deterministic_time = deterministic_limit
+    solver = _solver(deterministic_limit)
     solver.solve(counting)
     return math.ceil(solver.best_objective_bound - 1e-6)

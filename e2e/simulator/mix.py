@@ -191,16 +191,22 @@ def node_types(catalog: Catalog, types: list[str], hami: HamiRelease) -> list[No
 
 
 def pool_kinds(config: StackConfig, catalog: Catalog) -> dict[str, tuple[list[NodeType], Limit]]:
-    """HAMi pool name -> its instance types as the rig's nodes offer them (kwok's allocatable, GPUs as the domain
-    layer's capacity model registers them: gpushare.capacity) and its NodePool limit with what one node of each type
-    counts against it."""
+    """Pool name -> its instance types as the rig's nodes offer them (kwok's allocatable, GPUs as the domain layer's
+    capacity model registers them: gpushare.capacity) and its NodePool limit with what one node of each type counts
+    against it. HAMi pools share each GPU's memory and cores among `deviceSplitCount` vGPUs; exclusive and
+    time-sliced GPUs hold one pod or `replicas` pods each, whatever they ask (time-slicing isolates no memory)."""
     found = {}
     for name, plan in pool_plans(config).items():
-        if plan.sharing != names.SHARING_HAMI:
-            continue
+        hami = {capacity.instance_type: capacity for capacity in plan.capacities}
         kinds = []
-        for capacity in plan.capacities:
-            itype = catalog.instance_type(capacity.instance_type)
+        for node in plan.nodes:
+            itype = catalog.instance_type(node.instance_type)
+            capacity = hami.get(itype.name)
+            if capacity is not None:
+                split = capacity.vgpus // capacity.gpus
+                memory, cores = capacity.vgpu_max_memory_mib, capacity.gpu_cores // capacity.gpus
+            else:
+                split, memory, cores = node.resources[plan.limit_resource] // itype.gpu_count, 0, 0
             kinds.append(
                 NodeType(
                     name=itype.name,
@@ -208,10 +214,10 @@ def pool_kinds(config: StackConfig, catalog: Catalog) -> dict[str, tuple[list[No
                     cpu_millis=itype.vcpu * 1000 - KWOK_RESERVED_CPU_MILLIS,
                     memory_mib=itype.memory_mib - KWOK_RESERVED_MEMORY_MIB,
                     pods=PODS_PER_NODE,
-                    gpus=capacity.gpus,
-                    split=capacity.vgpus // capacity.gpus,
-                    gpu_memory_mib=capacity.vgpu_max_memory_mib,
-                    gpu_cores=capacity.gpu_cores // capacity.gpus,
+                    gpus=itype.gpu_count,
+                    split=split,
+                    gpu_memory_mib=memory,
+                    gpu_cores=cores,
                 )
             )
         units = {node.instance_type: node.resources[plan.limit_resource] for node in plan.nodes}

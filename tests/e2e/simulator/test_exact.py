@@ -8,6 +8,7 @@ from itertools import combinations, product
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from e2e.simulator import exact
 from e2e.simulator.exact import FEASIBLE, INFEASIBLE, OPTIMAL, PackedNode, Packing, PlacedPod, exact_packing
 from e2e.simulator.hami_rules import placement_problems
 from e2e.simulator.packing import NodeType, PodShape, best_packing
@@ -155,3 +156,21 @@ def test_the_validator_finds_each_broken_rule():
     assert any("limit of 10" in p for p in problems)
     assert any("lower bound" in p for p in problems)
     assert placement_problems(Packing(OPTIMAL, (), 0.0, 0.0), []) == []
+
+
+@settings(derandomize=True, max_examples=25, deadline=None)
+@given(st.lists(_pod, min_size=1, max_size=5), _kinds)
+def test_the_node_model_a_pool_with_too_many_contents_gets_finds_the_same_optimum(pods, kinds):
+    """Forced onto the node model (one variable per pod shape per candidate node), the same optimum, valid too; the
+    resource bound it is floored by never exceeds it."""
+    listed = exact_packing(pods, kinds)
+    exact.PATTERN_CAP, cap = 0, exact.PATTERN_CAP
+    try:
+        by_node = exact_packing(pods, kinds)
+    finally:
+        exact.PATTERN_CAP = cap
+    assert by_node.status == listed.status
+    assert abs(by_node.usd_per_hour - listed.usd_per_hour) < 1e-6
+    if listed.status == OPTIMAL:
+        assert placement_problems(by_node, pods) == []
+        assert exact.resource_bound(pods, kinds) <= listed.usd_per_hour + 1e-6
