@@ -34,7 +34,7 @@ golden: $(VENV)/.installed ## rewrite tests/golden/<stack>/{manifests,helm}/ fro
 docs: $(VENV)/.installed ## rewrite the generated README tables (config schema, catalog, policies)
 	$(PY) -m tools.docs
 
-bench: $(VENV)/.installed ## print how long rendering, planning and checking take, and the rig's wall time per simulated hour against pods (DAYS=50,150,250 runs such days first)
+bench: $(VENV)/.installed ## print how long rendering, planning, checking and the exact packing take, and the rig's wall time per simulated hour against pods (DAYS=50,150,250 runs such days first)
 	$(PY) -m tools.bench $(if $(DAYS),--days $(DAYS))
 
 rules-test: $(VENV)/.installed ## promtool check/test the GPU alerts, parse every dashboard query (needs Go)

@@ -223,11 +223,8 @@ def packing(config: StackConfig) -> None:
             statuses.append(found.status)
         seconds = time.perf_counter() - started
         gap = 100 * (usd - bound) / usd if usd else 0.0
-        print(
-            f"exact packing, {size} pods over 3 pools {seconds:12.2f} s     (${usd:.3f}/h, gap {gap:.2f}%: "
-            + ", ".join(statuses)
-            + ")"
-        )
+        label = f"exact packing of {size} pods over 3 pools"
+        print(f"{label:<42} {seconds * 1000:9.2f} ms    (${usd:.3f}/h, gap {gap:.2f}%: {', '.join(statuses)})")
 
 
 def main(argv: list[str]) -> None:
