@@ -19,7 +19,7 @@ from typing import Any
 
 from e2e.simulator.exact import INFEASIBLE, UNKNOWN, Limit, exact_packing
 from e2e.simulator.hami_rules import placement_problems
-from e2e.simulator.mix import Workload, pod_shapes, pool_kinds, workload_problems
+from e2e.simulator.mix import TRACE_KEYS, Workload, pod_shapes, pool_kinds, workload_problems
 from e2e.simulator.packing import NodeType, PodShape, best_packing
 from e2e.simulator.trace import stack_config
 from gpushare.catalog import load_catalog
@@ -34,6 +34,12 @@ def load(path: Path, stack: str | None) -> tuple[Workload, dict[str, Any]]:
     """The mix (its stack replaced by `stack` when given) and that stack's config map; UserError lists every
     problem."""
     raw = read_yaml(path)
+    trace_keys = [key for key in TRACE_KEYS if isinstance(raw, dict) and key in raw]
+    if trace_keys:
+        raise UserError(
+            f"{path}: {', '.join(trace_keys)}: a trace of a day has these keys; make pack takes a fixed mix (a stack "
+            "and pod groups, examples/workloads/*-mix.yaml)"
+        )
     if stack is not None and isinstance(raw, dict):
         raw = {**raw, "stack": stack}
     name = raw.get("stack") if isinstance(raw, dict) else None

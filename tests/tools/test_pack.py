@@ -73,3 +73,10 @@ def test_another_stacks_pools_and_a_limit_no_packing_fits(tmp_path, capsys):
     assert (
         "pool g6-shared: 52 pods, no packing exists within the pool's NodePool limit of 160" in capsys.readouterr().err
     )
+
+
+def test_a_trace_is_refused_in_one_line_naming_its_keys(tmp_path, capsys):
+    assert pack.main(["--workload", str(MIXES / "inference-day.yaml"), "--out", str(tmp_path)]) == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert "deployments" in line and "make pack takes a fixed mix" in line
+    assert not (tmp_path / "pack.json").exists()
