@@ -5,15 +5,19 @@ GPU's, at most `split` vGPUs per GPU, a pod's vGPUs on distinct GPUs of one node
 memory and pods; and the pool's NodePool limit, which counts a node's whole registered capacity. Exclusive and
 time-sliced pools come in as node types whose GPUs hold `split` pods each and no memory or cores to share.
 
-Identical pods are one integer count per node (no pod is told from another), and the candidate nodes of one type
-are ordered (opened first, then by load), as are the GPUs within a node: the solver never explores a permutation of
-a packing it has seen. A pod-to-GPU assignment is read back from the per-GPU vGPU counts: with at most one vGPU of
-a pod per GPU, counts no larger than the pods of that shape always split into pods on distinct GPUs.
+Two models, both exact. The content model (`exact_packing`'s first choice) lists every maximal content one node of
+each type can hold and counts the nodes opened of each: identical pods and identical nodes are counts, no symmetry
+is left. The node model (when there are too many contents to list) keeps one count per pod shape per candidate node
+and per GPU, with the candidate nodes of one type ordered (opened first, then by load), as are the GPUs within a
+node: the solver never explores a permutation of a packing it has seen. A pod-to-GPU assignment is read back from
+the per-GPU vGPU counts: with at most one vGPU of a pod per GPU, counts no larger than the pods of that shape always
+split into pods on distinct GPUs.
 
-The solve is deterministic (one worker, a fixed seed, a limit in the solver's deterministic time): the same pods
-give the same packing on any machine. When the limit stops it first, the best packing found is returned with the
-proven lower bound; the first-fit packing (`packing.first_fit_packing`) is the solver's starting hint, and is
-returned, labelled as such, only when the solver found nothing cheaper.
+The solve is deterministic (one worker, a fixed seed, limits in the solver's deterministic time): the same pods
+give the same packing on any machine, unless the wall-clock safety stop cuts a solve short. When a limit stops the
+proof, the best packing found is returned with the proven lower bound; the first-fit packing
+(`packing.first_fit_packing`) is the solver's starting hint, and is returned, labelled as such, only when the solver
+found nothing cheaper.
 """
 
 from __future__ import annotations
