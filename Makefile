@@ -7,7 +7,7 @@ CONFIG ?= Pulumi.$(STACK).yaml
 POLICY_CONFIG ?=
 POLICY_FLAG = $(if $(POLICY_CONFIG),--policy-config $(POLICY_CONFIG))
 
-.PHONY: help test unit lint plan check diff golden docs bench rules-test admission-test e2e simulate clean
+.PHONY: help test unit lint plan check diff golden docs bench rules-test admission-test e2e simulate pack clean
 # A bare `make` lists the targets.
 .DEFAULT_GOAL := help
 
@@ -47,7 +47,7 @@ golden: $(VENV)/.installed ## rewrite tests/golden/<stack>/{manifests,helm}/ fro
 docs: $(VENV)/.installed ## rewrite the generated README tables (config schema, catalog, policies)
 	$(PY) -m tools.docs
 
-bench: $(VENV)/.installed ## print how long rendering, planning and checking take, and the rig's wall time per simulated hour against pods (DAYS=50,150,250 runs such days first)
+bench: $(VENV)/.installed ## print how long rendering, planning, checking and the exact packing take, and the rig's wall time per simulated hour against pods (DAYS=50,150,250 runs such days first)
 	$(PY) -m tools.bench $(if $(DAYS),--days $(DAYS))
 
 rules-test: $(VENV)/.installed ## promtool check/test the GPU alerts, parse every dashboard query (needs Go)
@@ -59,6 +59,10 @@ e2e: $(VENV)/.installed ## offline cluster: real kube-apiserver, Karpenter and K
 simulate: $(VENV)/.installed ## a workload mix, or a day (a trace, or a pod list with MAPPING) per stack variant (RUNS=n each, SPEEDS=s,s), through the offline cluster
 	@test -n "$(WORKLOAD)" || { echo "usage: make simulate WORKLOAD=examples/workloads/inference-day.yaml [RUNS=3] [SPEEDS=20,60] | WORKLOAD=pods.csv MAPPING=mapping.yaml" >&2; exit 2; }
 	$(PY) -m e2e --simulate $(WORKLOAD) $(if $(MAPPING),--mapping $(MAPPING)) $(if $(RUNS),--runs $(RUNS)) $(if $(SPEEDS),--speeds $(SPEEDS))
+
+pack: $(VENV)/.installed ## the cheapest nodes for a fixed mix, proven by CP-SAT, no cluster (STACK= packs it on another stack's pools)
+	@test -n "$(WORKLOAD)" || { echo "usage: make pack WORKLOAD=examples/workloads/inference-mix.yaml [STACK=dev|prod]" >&2; exit 2; }
+	$(PY) -m tools.pack --workload $(WORKLOAD) $(if $(filter command line environment,$(origin STACK)),--stack $(STACK))
 
 admission-test: $(VENV)/.installed ## run the team admission policies on sample pods with kube-apiserver's CEL code (needs Go)
 	$(PY) -m tools.admission_test

@@ -1,6 +1,7 @@
 """`make bench`: how long validation, rendering, the offline plan and the policy pack take, how the pack's time
-grows with the stack, how long the last `make e2e` took and where, and how the offline cluster's wall time per
-simulated hour grows with the pods of a day (printed, never asserted).
+grows with the stack, how long `make pack`'s exact packing takes for 100 to 500 pods, how long the last `make e2e`
+took and where, and how the offline cluster's wall time per simulated hour grows with the pods of a day (printed,
+never asserted).
 
     python -m tools.bench [--days 50,150,250]
 
@@ -23,7 +24,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
+from e2e.simulator.exact import exact_packing
+from e2e.simulator.mix import pool_kinds
+from e2e.simulator.packing import PodShape
 from gpushare import names
+from gpushare.catalog import load_catalog
+from gpushare.config import StackConfig
 from gpushare.loader import load_stack_config
 from gpushare.paths import PROJECT_ROOT
 from gpushare.render.stack import helm_releases
@@ -189,6 +195,38 @@ def simulated_days() -> None:
         )
 
 
+# Production-shaped pods per pool of the prod stack, (share of the pods, vGPUs, GPU MiB, GPU cores, CPU millis, MiB):
+# CPU-heavy fractional pods on the two HAMi pools, whole GPUs on the exclusive one.
+PACKING_SHAPES = {
+    "g5-shared": [(0.2, 1, 3072, 15, 6000, 12288), (0.15, 1, 6144, 25, 10000, 24576), (0.1, 1, 10240, 40, 4000, 8192)],
+    "g6-shared": [(0.15, 1, 4096, 20, 7000, 32768), (0.2, 1, 2048, 10, 5000, 8192)],
+    "training": [(0.1, 1, 0, 0, 8000, 65536), (0.06, 2, 0, 0, 16000, 131072), (0.04, 4, 0, 0, 40000, 262144)],
+}
+PACKING_SIZES = (100, 250, 500)
+
+
+def packing(config: StackConfig) -> None:
+    """How long the exact packing (make pack's solver) takes for production-shaped pods over the prod stack's three
+    pools, without their NodePool limits (which hold fewer pods than the largest size), and what it proved."""
+    kinds = pool_kinds(config, load_catalog())
+    for size in PACKING_SIZES:
+        started = time.perf_counter()
+        usd, bound, statuses = 0.0, 0.0, []
+        for pool, shapes in PACKING_SHAPES.items():
+            pods = [
+                PodShape(vgpus, mib, cores, cpu, memory)
+                for share, vgpus, mib, cores, cpu, memory in shapes
+                for _ in range(round(share * size))
+            ]
+            found = exact_packing(pods, kinds[pool][0])
+            usd, bound = usd + found.usd_per_hour, bound + found.lower_bound_usd
+            statuses.append(found.status)
+        seconds = time.perf_counter() - started
+        gap = 100 * (usd - bound) / usd if usd else 0.0
+        label = f"exact packing of {size} pods over 3 pools"
+        print(f"{label:<42} {seconds * 1000:9.2f} ms    (${usd:.3f}/h, gap {gap:.2f}%: {', '.join(statuses)})")
+
+
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="python -m tools.bench", description=__doc__.splitlines()[0])
     parser.add_argument("--days", help="run production-shaped days of these pod counts through the rig first")
@@ -202,6 +240,7 @@ def main(argv: list[str]) -> None:
     monitor = timed("run prod program under mocks", 1, lambda: run_program(raw, "prod", TODAY))
     timed("evaluate the policy pack on the prod plan", 20, lambda: evaluate(from_plan(monitor.recorded, TODAY)))
     growth(run_program(read_stack_file(PROJECT_ROOT / "Pulumi.dev.yaml"), "dev", TODAY).recorded)
+    packing(config)
     offline_cluster(E2E_REPORT)
     simulated_days()
 

@@ -195,6 +195,8 @@ def run_document(
             "policy_usd": round(policy.get(pool, 0.0), 3),
             "ratio": _ratio(raw_by_pool[pool], oracle.get(pool, 0.0)),
             "corrected_ratio": _ratio(corrected_by_pool[pool], oracle.get(pool, 0.0)),
+            # Minutes whose oracle packing the solver's limit left unproven (an achievable cost there, not the optimum).
+            "oracle_unproven_minutes": round(bounds.oracle[pool].unproven_minutes, 1) if pool in bounds.oracle else 0.0,
         }
         for pool in sorted(set(raw_by_pool) | set(oracle))
     }

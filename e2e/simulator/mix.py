@@ -21,6 +21,7 @@ from e2e.cluster.errors import RigError
 from e2e.cluster.hami_chart import HamiRelease
 from e2e.cluster.instance_types import PODS_PER_NODE
 from e2e.cluster.workloads import Context, gpu_deployment, nodeclaims, nodes_by_type, usd_per_hour
+from e2e.simulator.exact import Limit, exact_packing
 from e2e.simulator.packing import NodeType, PodShape, best_packing
 from e2e.simulator.replay import load_replay
 from e2e.simulator.trace import (
@@ -34,7 +35,9 @@ from e2e.simulator.trace import (
     quantity_millis,
 )
 from gpushare import names
+from gpushare.capacity import pool_plans
 from gpushare.catalog import Catalog
+from gpushare.config import StackConfig
 from gpushare.errors import UserError, all_errors, key_path
 from gpushare.files import read_yaml
 from gpushare.paths import PROJECT_ROOT
@@ -189,30 +192,81 @@ def node_types(catalog: Catalog, types: list[str], hami: HamiRelease) -> list[No
     return kinds
 
 
+def pool_kinds(config: StackConfig, catalog: Catalog) -> dict[str, tuple[list[NodeType], Limit]]:
+    """Pool name -> its instance types as the rig's nodes offer them (kwok's allocatable, GPUs as the domain layer's
+    capacity model registers them: gpushare.capacity) and its NodePool limit with what one node of each type counts
+    against it. HAMi pools share each GPU's memory and cores among `deviceSplitCount` vGPUs; exclusive and
+    time-sliced GPUs hold one pod or `replicas` pods each, whatever they ask (time-slicing isolates no memory)."""
+    found = {}
+    for name, plan in pool_plans(config).items():
+        hami = {capacity.instance_type: capacity for capacity in plan.capacities}
+        kinds = []
+        for node in plan.nodes:
+            itype = catalog.instance_type(node.instance_type)
+            capacity = hami.get(itype.name)
+            if capacity is not None:
+                split = capacity.vgpus // capacity.gpus
+                memory, cores = capacity.vgpu_max_memory_mib, capacity.gpu_cores // capacity.gpus
+            else:
+                split, memory, cores = node.resources[plan.limit_resource] // itype.gpu_count, 0, 0
+            kinds.append(
+                NodeType(
+                    name=itype.name,
+                    usd_per_hour=itype.on_demand_usd_per_hour,
+                    cpu_millis=itype.vcpu * 1000 - KWOK_RESERVED_CPU_MILLIS,
+                    memory_mib=itype.memory_mib - KWOK_RESERVED_MEMORY_MIB,
+                    pods=PODS_PER_NODE,
+                    gpus=itype.gpu_count,
+                    split=split,
+                    gpu_memory_mib=memory,
+                    gpu_cores=cores,
+                )
+            )
+        units = {node.instance_type: node.resources[plan.limit_resource] for node in plan.nodes}
+        found[name] = (kinds, (plan.gpu_limit, units))
+    return found
+
+
+def pod_shapes(workload: Workload, pool: str) -> list[PodShape]:
+    """The pool's pods of the mix, one shape per pod."""
+    return [
+        PodShape(
+            group.vgpus, group.gpu_memory_mib, group.gpu_cores, quantity_millis(group.cpu), quantity_mib(group.memory)
+        )
+        for group in workload.pods
+        if group.pool == pool
+        for _ in range(group.count)
+    ]
+
+
 def packing_bound(
     catalog: Catalog, pool_types: dict[str, list[str]], workload: Workload, hami: HamiRelease
 ) -> dict[str, Any]:
-    """The cheapest per-GPU packing of each pool's pods (e2e.simulator.packing), summed over the pools."""
+    """Each pool's pods packed two ways, summed over the pools: first-fit per GPU (e2e.simulator.packing, the figure
+    runs were compared with before) and the exact optimum with its proven bound (e2e.simulator.exact; the pools'
+    NodePool limits are not applied, so it is a bound the rig cannot beat either way)."""
     usd, by_type = 0.0, {}
+    optimum, bound, optimal_types, statuses = 0.0, 0.0, {}, {}
     for pool in sorted({group.pool for group in workload.pods}):
-        pods = [
-            PodShape(
-                group.vgpus,
-                group.gpu_memory_mib,
-                group.gpu_cores,
-                quantity_millis(group.cpu),
-                quantity_mib(group.memory),
-            )
-            for group in workload.pods
-            if group.pool == pool
-            for _ in range(group.count)
-        ]
-        found = best_packing(pods, node_types(catalog, pool_types[pool], hami))
+        pods, kinds = pod_shapes(workload, pool), node_types(catalog, pool_types[pool], hami)
+        found = best_packing(pods, kinds)
         if found is None:
             raise RigError(f"no instance type of pool {pool} holds every pod of the workload")
         usd += found[0]
         by_type.update(found[1])
-    return {"usd_per_hour": round(usd, 3), "nodes_by_type": by_type}
+        exact = exact_packing(pods, kinds)
+        optimum += exact.usd_per_hour
+        bound += exact.lower_bound_usd
+        optimal_types.update(exact.nodes_by_type())
+        statuses[pool] = exact.status
+    return {
+        "usd_per_hour": round(usd, 3),
+        "nodes_by_type": by_type,
+        "optimum_usd_per_hour": round(optimum, 3),
+        "optimum_lower_bound_usd_per_hour": round(bound, 3),
+        "optimum_nodes_by_type": dict(sorted(optimal_types.items())),
+        "optimum_status": statuses,
+    }
 
 
 def _deployment(ctx: Context, group: PodGroup) -> dict[str, Any]:
@@ -304,8 +358,28 @@ def _measure(ctx: Context, workload: Workload, running: int, settled_s: float) -
         "fractional_lower_bound_usd_per_hour": fractional_lower_bound(catalog, pool_types, workload),
         "best_packing_usd_per_hour": best["usd_per_hour"],
         "best_packing_nodes_by_type": best["nodes_by_type"],
+        "optimal_packing_usd_per_hour": best["optimum_usd_per_hour"],
+        "optimal_packing_lower_bound_usd_per_hour": best["optimum_lower_bound_usd_per_hour"],
+        "optimal_packing_nodes_by_type": best["optimum_nodes_by_type"],
+        "optimal_packing_status": best["optimum_status"],
         "pending": sorted(set(pending)),
     }
+
+
+def _against(result: dict[str, Any]) -> str:
+    """The rig's cost as a multiple of the optimum."""
+    optimum = result["optimal_packing_usd_per_hour"]
+    return f"{result['usd_per_hour'] / optimum:.2f}x" if optimum else "-"
+
+
+def _proof(result: dict[str, Any]) -> str:
+    """Proven optimal, or the pools where the solver's limit left a gap, with the bound."""
+    open_pools = [
+        f"{pool} {status}" for pool, status in result["optimal_packing_status"].items() if status != "optimal"
+    ]
+    if not open_pools:
+        return "proven optimal"
+    return f"not proven: {', '.join(open_pools)}; lower bound ${result['optimal_packing_lower_bound_usd_per_hour']}/h"
 
 
 def _percent(used: int, available: int) -> float:
@@ -317,11 +391,14 @@ def table(result: dict[str, Any]) -> str:
         f"stack {result['stack']}: {result['running']}/{result['pods']} pods running after "
         f"{result['seconds_to_settle']:.0f} s",
         "nodes: " + ", ".join(f"{n} x {t}" for t, n in sorted(result["nodes_by_type"].items())),
-        f"cost: ${result['usd_per_hour']}/h (one pod per whole GPU: ${result['one_pod_per_whole_gpu_usd_per_hour']}/h, "
-        f"fractional lower bound: ${result['fractional_lower_bound_usd_per_hour']}/h, best per-GPU packing: "
-        f"${result['best_packing_usd_per_hour']}/h on "
+        f"cost: ${result['usd_per_hour']}/h, {_against(result)} the optimum: "
+        f"${result['optimal_packing_usd_per_hour']}/h on "
+        + ", ".join(f"{n} x {t}" for t, n in sorted(result["optimal_packing_nodes_by_type"].items()))
+        + f" ({_proof(result)})",
+        f"beside it: first-fit per GPU ${result['best_packing_usd_per_hour']}/h on "
         + ", ".join(f"{n} x {t}" for t, n in sorted(result["best_packing_nodes_by_type"].items()))
-        + ")",
+        + f", one pod per whole GPU ${result['one_pod_per_whole_gpu_usd_per_hour']}/h, fractional lower bound "
+        f"${result['fractional_lower_bound_usd_per_hour']}/h",
         f"GPU memory used {result['gpu_memory_used_percent']}%, GPU cores used {result['gpu_cores_used_percent']}% "
         "of what the nodes registered",
     ]

@@ -4,9 +4,11 @@
   ResourceQuota admits a pod only while it fits, in the order the pods were asked for; a pod refused waits and is
   admitted the moment room frees up (a ReplicaSet or Job retrying), and a job's pod runs its duration from then.
   The quota resources are the plan's own `requests.*` keys; what a pod is charged follows its pool's sharing.
-- **The oracle.** At every moment, the cheapest per-GPU packing (`packing.best_packing`) of the admitted pods of
-  each pool, as if every pod ran the moment it was admitted and pods migrated for free; dollars are that $/h
-  integrated over exact event times (never sampled on a step grid) up to the demand's horizon.
+- **The oracle.** At every moment, the cheapest packing under HAMi's per-GPU rules (`exact.exact_packing`, proven
+  by CP-SAT) of the admitted pods of each pool, as if every pod ran the moment it was admitted and pods migrated for
+  free; dollars are that $/h integrated over exact event times (never sampled on a step grid) up to the demand's
+  horizon. Where the solver's limit stops a proof, the best packing found counts and the minutes it held are
+  reported per pool (`PoolCost.unproven_minutes`): there the oracle is an achievable cost, not a proven optimum.
 - **The policy-aware bound.** The same packing, but a pool's capacity may fall only `consolidateAfter` after it
   was last needed, and never inside a zero-node budget window that holds consolidation: the price of the design
   (what the stack's own disruption settings cost on this day), which no run can beat.
@@ -27,8 +29,9 @@ from e2e.cluster.errors import RigError
 from e2e.cluster.hami_chart import HamiRelease
 from e2e.cluster.stack import Plan
 from e2e.simulator.budgets import Window, budget_windows, consolidate_after_minutes
+from e2e.simulator.exact import OPTIMAL, exact_packing
 from e2e.simulator.mix import node_types
-from e2e.simulator.packing import NodeType, PodShape, best_packing
+from e2e.simulator.packing import NodeType, PodShape
 from e2e.simulator.trace import Demand, PodRequests, quantity_mib, quantity_millis
 from gpushare import names
 from gpushare.catalog import Catalog
@@ -217,6 +220,7 @@ class PoolCost:
     """One pool's $/h over the day: `steps` are (from minute, $/h) in time order, each held until the next."""
 
     steps: list[tuple[float, float]]
+    unproven_minutes: float = 0.0
 
     def at(self, minute: float) -> float:
         value = 0.0
@@ -237,8 +241,9 @@ class PoolCost:
 def oracle_costs(admission: Admission, pools: Pools, groups: Iterable[PodRequests]) -> dict[str, PoolCost]:
     """Pool -> the cheapest per-GPU packing's $/h of its admitted pods, at every change of demand."""
     named = {group.name: group for group in groups}
-    cache: dict[tuple[str, tuple[tuple[PodShape, int], ...]], float] = {}
+    cache: dict[tuple[str, tuple[tuple[PodShape, int], ...]], tuple[float, bool]] = {}
     steps: dict[str, list[tuple[float, float]]] = {pool: [(0.0, 0.0)] for pool in pools.kinds}
+    unproven: Counter[str] = Counter()
     segments = admission.segments
     for index, (start, end, alive) in enumerate(segments):
         shapes: dict[str, Counter[PodShape]] = {}
@@ -250,20 +255,30 @@ def oracle_costs(admission: Admission, pools: Pools, groups: Iterable[PodRequest
             key = (pool, tuple(sorted(held.items(), key=repr)))
             if key not in cache:
                 cache[key] = _packed_usd(pool, list(held.elements()), pools)
-            found.append((start, cache[key]))
+            usd, proven = cache[key]
+            found.append((start, usd))
+            if not proven:
+                unproven[pool] += end - start
         if index + 1 == len(segments) or segments[index + 1][0] != end:  # nothing alive until the next segment
             for found in steps.values():
                 found.append((end, 0.0))
-    return {pool: PoolCost(_compact(found)) for pool, found in steps.items() if any(usd for _, usd in found)}
+    return {
+        pool: PoolCost(_compact(found), unproven[pool]) for pool, found in steps.items() if any(usd for _, usd in found)
+    }
 
 
-def _packed_usd(pool: str, pods: list[PodShape], pools: Pools) -> float:
+# Per interval of constant demand: a day has hundreds, so each gets a fraction of make pack's limit.
+ORACLE_DETERMINISTIC_LIMIT = 0.3
+
+
+def _packed_usd(pool: str, pods: list[PodShape], pools: Pools) -> tuple[float, bool]:
+    """The cheapest packing's $/h, and whether the solver proved it optimal within its limit."""
     if not pods:
-        return 0.0
-    found = best_packing(pods, pools.kinds[pool])
-    if found is None:
-        raise RigError(f"no instance type of pool {pool} holds every pod the day asks for")
-    return found[0]
+        return 0.0, True
+    found = exact_packing(pods, pools.kinds[pool], deterministic_limit=ORACLE_DETERMINISTIC_LIMIT)
+    if not found.nodes:
+        raise RigError(f"no instance type of pool {pool} holds every pod the day asks for ({found.status})")
+    return found.usd_per_hour, found.status == OPTIMAL
 
 
 def _compact(steps: Iterable[tuple[float, float]]) -> list[tuple[float, float]]:

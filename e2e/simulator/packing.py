@@ -112,15 +112,26 @@ def _cheapest_holding(pods: Sequence[PodShape], kinds: Sequence[NodeType]) -> No
     return min(holding, key=lambda kind: kind.usd_per_hour, default=None)
 
 
-def best_packing(pods: Sequence[PodShape], kinds: Sequence[NodeType]) -> tuple[float, dict[str, int]] | None:
-    """Dollars per hour and nodes by type of the cheapest packing found; None when some pod fits no type."""
-    best: tuple[float, dict[str, int]] | None = None
+def first_fit_packing(
+    pods: Sequence[PodShape], kinds: Sequence[NodeType]
+) -> list[tuple[NodeType, list[PodShape]]] | None:
+    """The cheapest first-fit packing found: (type, pods held) per node; None when some pod fits no type."""
+    best: tuple[float, list[tuple[NodeType, list[PodShape]]]] | None = None
     for opened in kinds:
         nodes = _first_fit(pods, opened, kinds)
         if nodes is None:
             continue
-        shrunk = [_cheapest_holding(node.held, kinds) or node.kind for node in nodes]
-        usd = round(sum(kind.usd_per_hour for kind in shrunk), 3)
+        shrunk = [(_cheapest_holding(node.held, kinds) or node.kind, node.held) for node in nodes]
+        usd = round(sum(kind.usd_per_hour for kind, _ in shrunk), 3)
         if best is None or usd < best[0]:
-            best = (usd, dict(sorted(Counter(kind.name for kind in shrunk).items())))
-    return best
+            best = (usd, shrunk)
+    return None if best is None else best[1]
+
+
+def best_packing(pods: Sequence[PodShape], kinds: Sequence[NodeType]) -> tuple[float, dict[str, int]] | None:
+    """Dollars per hour and nodes by type of the cheapest first-fit packing found; None when some pod fits no type."""
+    nodes = first_fit_packing(pods, kinds)
+    if nodes is None:
+        return None
+    usd = round(sum(kind.usd_per_hour for kind, _ in nodes), 3)
+    return usd, dict(sorted(Counter(kind.name for kind, _ in nodes).items()))

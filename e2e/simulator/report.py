@@ -515,6 +515,13 @@ def _run_section(run: dict[str, Any]) -> list[str]:
     lines += ["", "### Cost by pool", ""]
     header = ["pool", "corrected $", "raw $", "oracle $", "policy bound $", "corrected / oracle"]
     lines += _table(header, rows) if rows else ["No pool was paid for or asked for."]
+    unproven = {name: pool.get("oracle_unproven_minutes", 0.0) for name, pool in cost["by_pool"].items()}
+    lines += [
+        f"\nThe oracle of {name} is not proven optimal for {minutes:g} minutes (the solver's limit stopped the "
+        "proof): there it is the cheapest packing found, an achievable cost."
+        for name, minutes in unproven.items()
+        if minutes
+    ]
 
     lines += ["", "### Pods", ""]
     pods = run["pods"]["by_group"]
@@ -568,8 +575,8 @@ def markdown(document: dict[str, Any]) -> str:
         "Each run plays the day through the offline cluster (real Karpenter, real HAMi). Variants are compared at "
         f"{result['seconds_per_hour']} s per simulated hour on the latency-corrected cost (the median over a "
         "variant's runs, min-max when it ran more than once); the oracle is the cheapest packing of the admitted "
-        "demand at every moment, the policy bound the same held by the stack's consolidateAfter and zero-node "
-        "budget windows; waits are real seconds, the worst team's.",
+        "demand at every moment (proven by CP-SAT, make pack's solver), the policy bound the same held by the "
+        "stack's consolidateAfter and zero-node budget windows; waits are real seconds, the worst team's.",
         "",
     ]
     lines.append(comparison_table(result))

@@ -263,6 +263,7 @@ def test_the_run_document_from_synthetic_records(dev):
     cost = document["cost"]
     assert cost["oracle_usd"] == pytest.approx(sum(bounds.usd("oracle").values()), abs=0.001)
     assert cost["policy_usd"] >= cost["oracle_usd"]
+    assert {pool["oracle_unproven_minutes"] for pool in cost["by_pool"].values()} == {0.0}
     assert cost["compression_usd"] == pytest.approx(cost["usd"] - cost["corrected_usd"], abs=0.002)
     assert document["horizon_hours"] == 2
     assert document["disruption_settings"]["g4dn-shared"] == {

@@ -12,6 +12,7 @@ from e2e.simulator.mix import (
     fractional_lower_bound,
     load_workload,
     packing_bound,
+    table,
     whole_gpu_cost,
     workload_problems,
 )
@@ -86,6 +87,44 @@ def test_the_per_gpu_packing_bound_lies_between_the_fractional_bound_and_whole_g
     release = HamiRelease.from_values({})
     best = packing_bound(CATALOG, pools, workload, release)["usd_per_hour"]
     assert fractional_lower_bound(CATALOG, pools, workload) <= best < whole_gpu_cost(CATALOG, pools, workload)
+
+
+def test_a_run_is_judged_against_the_proven_optimum_which_first_fit_misses_on_the_production_mix(plans):
+    workload = load_workload(ROOT / "examples" / "workloads" / "production-mix.yaml")
+    pools = {
+        r["inputs"]["metadata"]["name"]: next(
+            q["values"] for q in r["inputs"]["spec"]["template"]["spec"]["requirements"] if q["key"] == INSTANCE_TYPE
+        )
+        for r in plans[workload.stack]["resources"]
+        if r["type"].endswith(":NodePool")
+    }
+    bound = packing_bound(CATALOG, pools, workload, HamiRelease.from_values({}))
+    assert set(bound["optimum_status"].values()) == {"optimal"}
+    assert bound["optimum_lower_bound_usd_per_hour"] == bound["optimum_usd_per_hour"] < bound["usd_per_hour"]
+    run = {
+        "stack": "prod",
+        "pods": 70,
+        "running": 70,
+        "seconds_to_settle": 40.0,
+        "nodes_by_type": {"g5.8xlarge": 16},
+        "usd_per_hour": round(bound["optimum_usd_per_hour"] * 1.5, 3),
+        "gpu_memory_used_percent": 80.0,
+        "gpu_cores_used_percent": 80.0,
+        "one_pod_per_whole_gpu_usd_per_hour": 66.396,
+        "fractional_lower_bound_usd_per_hour": 10.0,
+        "best_packing_usd_per_hour": bound["usd_per_hour"],
+        "best_packing_nodes_by_type": bound["nodes_by_type"],
+        "optimal_packing_usd_per_hour": bound["optimum_usd_per_hour"],
+        "optimal_packing_lower_bound_usd_per_hour": bound["optimum_lower_bound_usd_per_hour"],
+        "optimal_packing_nodes_by_type": bound["optimum_nodes_by_type"],
+        "optimal_packing_status": bound["optimum_status"],
+        "pending": [],
+    }
+    text = table(run)
+    assert f"1.50x the optimum: ${bound['optimum_usd_per_hour']}/h" in text and "(proven optimal)" in text
+    assert f"first-fit per GPU ${bound['usd_per_hour']}/h" in text
+    run["optimal_packing_status"] = {**bound["optimum_status"], "g6-shared": "feasible"}
+    assert "not proven: g6-shared feasible; lower bound $" in table(run)
 
 
 def _mix_problems(*groups: dict) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -9,6 +10,7 @@ import pytest
 
 from e2e.cluster.hami_chart import HamiRelease
 from e2e.cluster.stack import load_plan
+from e2e.simulator import exact, oracle
 from e2e.simulator.budgets import Window, budget_windows
 from e2e.simulator.oracle import PoolCost, Pools, admitted_demand, day_bounds, policy_bound
 from e2e.simulator.packing import best_packing
@@ -107,6 +109,23 @@ def test_the_shipped_inference_day_costs_what_its_steps_said(pools: Pools):
     }
     for pool, usd in bounds.usd("policy").items():
         assert usd >= bounds.usd("oracle")[pool]
+    assert all(cost.unproven_minutes == 0 for cost in bounds.oracle.values())
+
+
+def test_an_interval_the_solver_could_not_prove_is_counted_and_kept_apart(pools: Pools, monkeypatch):
+    """A packing the limit left unproven still prices the interval (it exists), and its minutes are said per pool."""
+
+    def unproven(*args: Any, **kwargs: Any) -> exact.Packing:
+        found = exact.exact_packing(*args, **kwargs)
+        return dataclasses.replace(found, status=exact.FEASIBLE)
+
+    day = _day(jobs=[{**BATCH, "arrivals": [{"at": "00:30", "count": 3, "durationMinutes": 45}]}]).demand()
+    proven = day_bounds(day, pools)
+    monkeypatch.setattr(oracle, "exact_packing", unproven)
+    stopped = day_bounds(day, pools)
+    assert stopped.usd("oracle") == proven.usd("oracle")
+    assert proven.oracle["g5-shared"].unproven_minutes == 0
+    assert stopped.oracle["g5-shared"].unproven_minutes == 45
 
 
 # The policy-aware bound on a hand-made oracle: 2 $/h from 00:00, 1 $/h from 01:00, 0 from 03:00.

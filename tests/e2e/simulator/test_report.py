@@ -478,3 +478,11 @@ def test_gather_orders_the_runs_as_the_trace_lists_its_variants_and_writes_the_r
     ]
     assert document["summary"]["variants"]["stack"]["runs"] == 2
     assert "## four-gpu-batch, 20 s per simulated hour, run 1" in (tmp_path / "simulate.md").read_text()
+
+
+def test_a_pool_whose_oracle_was_not_proven_is_said_and_others_are_not():
+    run = _run()
+    run["cost"]["by_pool"]["g4dn-shared"]["oracle_unproven_minutes"] = 45.0
+    text = markdown(_document([run]))
+    assert "The oracle of g4dn-shared is not proven optimal for 45 minutes" in text
+    assert "not proven optimal" not in markdown(_document([_run()]))
