@@ -223,7 +223,7 @@ def pool_kinds(config: StackConfig, catalog: Catalog) -> dict[str, tuple[list[No
                 )
             )
         units = {node.instance_type: node.resources[plan.limit_resource] for node in plan.nodes}
-        found[name] = (kinds, (plan.gpu_limit, units))
+        found[name] = (kinds, (plan.node_pool_limit, units))
     return found
 
 
