@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from e2e.cluster.build import TOOLS, UPSTREAM_SOURCES
+from e2e.cluster.build import GENERATED_MODULES, TOOLS, UPSTREAM_SOURCES
 from e2e.suites.base import WAITED_ON, Result
 
 DEVIATIONS = (
@@ -60,17 +60,21 @@ UPSTREAM_MODULES = (
     "github.com/prometheus/prometheus",
     "github.com/Project-HAMi/HAMi",
     "github.com/HAMi/mock-device-plugin",
+    "github.com/pulumi/pulumi/pkg/v3",
+    "github.com/pulumi/pulumi/sdk/python/cmd/pulumi-language-python/v3",
+    "github.com/pulumi/pulumi-kubernetes/provider/v4",
 )
 
 
 def versions() -> dict[str, str]:
     """Each upstream module the rig builds, at the version its go.mod requires (a module required as a commit's
-    pseudo-version, because it has no /v2 path, by the release tag of that commit)."""
+    pseudo-version, because it has no /v2 path or tag of its own, by the release tag or commit of it). Direct
+    requirements only: the provider's module requires pulumi pkg/v3 indirectly at another version than the CLI."""
     text = "\n".join(go_mod.read_text() for go_mod in sorted(TOOLS.glob("*/go.mod")))
-    tags = {(source.module, source.version): source.tag for source in UPSTREAM_SOURCES}
+    tags = {(source.module, source.version): source.tag for source in (*UPSTREAM_SOURCES, *GENERATED_MODULES)}
     found = {}
     for module in UPSTREAM_MODULES:
-        match = re.search(rf"^\s*(?:require\s+)?{re.escape(module)} (v\S+)", text, re.M)
+        match = re.search(rf"^\s*(?:require\s+)?{re.escape(module)} (v\S+)$", text, re.M)
         if match:
             found[module] = tags.get((module, match.group(1)), match.group(1))
     return found
