@@ -6,6 +6,7 @@ Every renderer call is on this page, so what a component gets is read here; comp
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pulumi
 import pulumi_aws as aws
@@ -13,22 +14,25 @@ from pulumi.runtime.config import CONFIG, get_config_env
 
 from components.capacity import GpuCapacity, GpuCapacityArgs, PoolObjects
 from components.cluster import Cluster, ClusterArgs
+from components.existing import ExistingCluster, ExistingClusterArgs
 from components.hami import ChartArgs, Hami, MockDevicePlugin, MockDevicePluginArgs, NvidiaDevicePlugin
 from components.headroom import PoolHeadroom, WarmHeadroom, WarmHeadroomArgs
 from components.karpenter import Karpenter, KarpenterArgs
 from components.monitoring import Monitoring, MonitoringArgs
 from components.network import Network, NetworkArgs
-from components.tenancy import TeamObjects, Tenancy, TenancyArgs
+from components.tenancy import TeamAccessArgs, TeamObjects, Tenancy, TenancyArgs
 from gpushare import names
 from gpushare.capacity import pool_plans
+from gpushare.charts import choose_charts, folder_archives
 from gpushare.errors import UserError
+from gpushare.existing import needed_gates, stated_karpenter
 from gpushare.loader import ineffective_keys, load_stack_config
 from gpushare.render import iam
 from gpushare.render.hami import mock_device_plugin_objects
 from gpushare.render.headroom import headroom_objects
 from gpushare.render.karpenter import ec2_node_class, node_overlays, node_pool, node_pool_delete_timeout
 from gpushare.render.monitoring import monitoring_objects, monitoring_releases
-from gpushare.render.stack import helm_releases
+from gpushare.render.stack import helm_releases, located
 from gpushare.render.tenancy import priority_classes, team_objects
 
 # The day EKS support windows are judged for: today for `pulumi up`; the offline plan passes its own (tools/offline.py).
@@ -40,50 +44,82 @@ except UserError as error:
 for line in ineffective_keys(config):
     pulumi.log.warn(line)
 
-releases = {release.name: release for release in helm_releases(config)}
-# The partition (aws, aws-cn, aws-us-gov) and account, looked up once: no ARN spells a partition.
-partition = aws.get_partition_output().partition
-account_id = aws.get_caller_identity_output().account_id
-# Components that own AWS resources are named after the cluster: their children's names (and so the URNs of
-# deployed AWS resources) are `<cluster>-...`, as they were before components named them.
+# Where each chart comes from: the public repositories, or gpushare:charts (a folder of archives, or a mirror).
+source = config.chart_source
+chart_choice = choose_charts(config, folder_archives(Path(source.folder)) if source and source.folder else None)
+for line in chart_choice.deviations:
+    pulumi.log.warn(line)
+releases = {release.name: release for release in located(helm_releases(config), chart_choice.locations)}
 cluster_name = config.cluster.name
-network = Network(cluster_name, NetworkArgs(cluster_name, config.cluster.network, config.cluster.tags))
-# The stack's own Prometheus keeps its samples on an EBS volume.
-volume_driver = names.KUBE_PROMETHEUS_STACK_CHART in config.charts()
-cluster = Cluster(
-    cluster_name,
-    ClusterArgs(
-        config.cluster,
-        network.vpc_id,
-        network.private_subnet_ids,
-        network.public_subnet_ids,
-        partition,
-        volume_driver,
-    ),
-)
-karpenter = Karpenter(
-    f"{cluster_name}-karpenter",
-    KarpenterArgs(
-        cluster,
+if config.existing_cluster is None:
+    # The partition (aws, aws-cn, aws-us-gov) and account, looked up once: no ARN spells a partition.
+    partition = aws.get_partition_output().partition
+    account_id = aws.get_caller_identity_output().account_id
+    # Components that own AWS resources are named after the cluster: their children's names (and so the URNs of
+    # deployed AWS resources) are `<cluster>-...`, as they were before components named them.
+    network = Network(cluster_name, NetworkArgs(cluster_name, config.cluster.network, config.cluster.tags))
+    # The stack's own Prometheus keeps its samples on an EBS volume.
+    volume_driver = names.KUBE_PROMETHEUS_STACK_CHART in config.charts()
+    cluster = Cluster(
         cluster_name,
-        config.region,
-        config.cluster.tags,
-        releases[names.KARPENTER_CRD_RELEASE],
-        releases[names.KARPENTER_RELEASE],
-        ec2_node_class(config),
-        partition,
-        account_id,
-    ),
-)
-hami = Hami("hami", ChartArgs(releases[names.HAMI_RELEASE], cluster.provider, cluster.system_nodes))
+        ClusterArgs(
+            config.cluster,
+            network.vpc_id,
+            network.private_subnet_ids,
+            network.public_subnet_ids,
+            partition,
+            volume_driver,
+        ),
+    )
+    karpenter = Karpenter(
+        f"{cluster_name}-karpenter",
+        KarpenterArgs(
+            cluster,
+            cluster_name,
+            config.region,
+            config.cluster.tags,
+            releases[names.KARPENTER_CRD_RELEASE],
+            releases[names.KARPENTER_RELEASE],
+            ec2_node_class(config),
+            partition,
+            account_id,
+        ),
+    )
+    provider = cluster.provider
+    system_nodes: list[pulumi.Resource] = [cluster.system_nodes]
+    karpenter_releases: list[pulumi.Resource] = list(karpenter.releases)
+    karpenter_objects = [*karpenter.releases, karpenter.node_class]
+    # The EBS CSI driver the Prometheus volume claim needs until destroy deletes it.
+    volume_driver_addon = [cluster.volume_driver] if cluster.volume_driver is not None else []
+    # Each team's access role may edit its own namespace only (the access scope), through this managed policy.
+    team_access = partition.apply(lambda p: iam.eks_access_policy_arn(p, iam.TEAM_ACCESS_POLICY))
+    access = TeamAccessArgs(cluster.eks_cluster, cluster_name, config.cluster.tags, team_access)
+else:
+    # An existing cluster and its Karpenter: no AWS resource, and every object through its one provider.
+    running = config.existing_cluster
+    existing = ExistingCluster(
+        "existing-cluster",
+        ExistingClusterArgs(
+            running.kubeconfig,
+            running.context,
+            running.karpenter.namespace,
+            running.karpenter.deployment,
+            stated_karpenter(config),
+            needed_gates(config),
+            ec2_node_class(config),
+        ),
+    )
+    provider = existing.provider
+    system_nodes, karpenter_releases, volume_driver_addon, access = [], [], [], None
+    karpenter_objects = [existing.node_class]
+hami = Hami("hami", ChartArgs(releases[names.HAMI_RELEASE], provider, system_nodes))
 mock = MockDevicePlugin(
-    "mock-device-plugin", MockDevicePluginArgs(mock_device_plugin_objects(config), cluster.provider, hami.release)
+    "mock-device-plugin", MockDevicePluginArgs(mock_device_plugin_objects(config), provider, hami.release)
 )
 plugins: dict[str, list[pulumi.Resource]] = {names.SHARING_HAMI: [hami.release, mock.daemonset]}
 if names.NVIDIA_PLUGIN_RELEASE in releases:
     nvidia = NvidiaDevicePlugin(
-        "nvidia-device-plugin",
-        ChartArgs(releases[names.NVIDIA_PLUGIN_RELEASE], cluster.provider, cluster.system_nodes),
+        "nvidia-device-plugin", ChartArgs(releases[names.NVIDIA_PLUGIN_RELEASE], provider, system_nodes)
     )
     plugins[names.SHARING_EXCLUSIVE] = plugins[names.SHARING_TIMESLICE] = [nvidia.release]
 pools = [
@@ -92,23 +128,9 @@ pools = [
     )
     for pool in config.pools
 ]
-karpenter_objects = [*karpenter.releases, karpenter.node_class]
-capacity = GpuCapacity("gpu-capacity", GpuCapacityArgs(pools, cluster.provider, karpenter_objects, plugins))
+capacity = GpuCapacity("gpu-capacity", GpuCapacityArgs(pools, provider, karpenter_objects, plugins))
 teams = [TeamObjects(team.name, team_objects(config, team), team.namespace_access_role_arn) for team in config.teams]
-# Each team's access role may edit its own namespace only (the access scope), through this managed policy.
-team_access = partition.apply(lambda p: iam.eks_access_policy_arn(p, iam.TEAM_ACCESS_POLICY))
-tenancy = Tenancy(
-    cluster_name,
-    TenancyArgs(
-        priority_classes(),
-        teams,
-        cluster.provider,
-        cluster.eks_cluster,
-        cluster_name,
-        config.cluster.tags,
-        team_access,
-    ),
-)
+tenancy = Tenancy(cluster_name, TenancyArgs(priority_classes(), teams, provider, access))
 buffers = [
     PoolHeadroom(team.name, pool, template, buffer)
     for index, team in enumerate(config.teams)
@@ -117,20 +139,20 @@ buffers = [
 if buffers:
     WarmHeadroom(
         "warm-headroom",
-        WarmHeadroomArgs(buffers, cluster.provider, tenancy.namespaces, karpenter.releases, capacity.node_pools),
+        WarmHeadroomArgs(buffers, provider, tenancy.namespaces, karpenter_releases, capacity.node_pools),
     )
 if config.monitoring.enabled:
-    # The scraped releases, and the EBS CSI driver the Prometheus volume claim needs until destroy deletes it.
-    volume_driver_addon = [cluster.volume_driver] if cluster.volume_driver is not None else []
-    after = [cluster.system_nodes, hami.release, *karpenter.releases, *volume_driver_addon]
-    args = MonitoringArgs(monitoring_releases(config), monitoring_objects(config), cluster.provider, after)
-    Monitoring("monitoring", args)
+    # The scraped releases, and the EBS CSI driver add-on when the stack created the cluster.
+    after = [*system_nodes, hami.release, *karpenter_releases, *volume_driver_addon]
+    monitoring = located(monitoring_releases(config), chart_choice.locations)
+    Monitoring("monitoring", MonitoringArgs(monitoring, monitoring_objects(config), provider, after))
 
 pulumi.export("clusterName", config.cluster.name)
-pulumi.export("kubeconfig", cluster.kubeconfig)
-pulumi.export("karpenterQueueName", karpenter.queue.name)
-pulumi.export("karpenterNodeRoleArn", karpenter.node_role.arn)
-pulumi.export("karpenterControllerRoleArn", karpenter.controller_role.arn)
+if config.existing_cluster is None:
+    pulumi.export("kubeconfig", cluster.kubeconfig)
+    pulumi.export("karpenterQueueName", karpenter.queue.name)
+    pulumi.export("karpenterNodeRoleArn", karpenter.node_role.arn)
+    pulumi.export("karpenterControllerRoleArn", karpenter.controller_role.arn)
 pulumi.export(
     "pools",
     {

@@ -15,11 +15,12 @@ from gpushare.render.stack import HelmRelease
 
 @dataclass(frozen=True)
 class ChartArgs:
-    """Args of Hami and NvidiaDevicePlugin: the rendered release, waiting for the system nodes it runs on."""
+    """Args of Hami and NvidiaDevicePlugin: the rendered release, waiting for the system nodes it runs on (none in
+    an existing cluster, whose nodes are there)."""
 
     release: HelmRelease
     provider: pulumi.ProviderResource
-    system_nodes: pulumi.Resource
+    system_nodes: Sequence[pulumi.Resource]
 
 
 class _ChartOnSystemNodes(pulumi.ComponentResource):
@@ -30,7 +31,7 @@ class _ChartOnSystemNodes(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: ChartArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(self.type_token, name, None, opts)
-        self.release = helm_release(args.release, self, args.provider, [args.system_nodes])
+        self.release = helm_release(args.release, self, args.provider, args.system_nodes)
         self.register_outputs({"release": self.release.name})
 
 

@@ -24,17 +24,25 @@ class TeamObjects:
 
 
 @dataclass(frozen=True)
-class TenancyArgs:
-    """The rendered PriorityClasses and teams. Access entries wait for `eks_cluster`; `access_policy_arn` is the
-    EKS access policy (in the partition the program looked up) each team's role gets on its namespace."""
+class TeamAccessArgs:
+    """Access entries wait for `eks_cluster`; `access_policy_arn` is the EKS access policy (in the partition the
+    program looked up) each team's role gets on its namespace."""
 
-    priority_classes: Sequence[dict[str, Any]]
-    teams: Sequence[TeamObjects]
-    provider: pulumi.ProviderResource
     eks_cluster: pulumi.Resource
     cluster_name: str
     tags: Mapping[str, str]
     access_policy_arn: pulumi.Output[str]
+
+
+@dataclass(frozen=True)
+class TenancyArgs:
+    """The rendered PriorityClasses and teams; `access` for the cluster the stack creates (an existing cluster's
+    access entries are its owner's: the config refuses team roles then)."""
+
+    priority_classes: Sequence[dict[str, Any]]
+    teams: Sequence[TeamObjects]
+    provider: pulumi.ProviderResource
+    access: TeamAccessArgs | None
 
 
 class Tenancy(pulumi.ComponentResource):
@@ -44,8 +52,7 @@ class Tenancy(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: TenancyArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpushare:index:Tenancy", name, None, opts)
-        provider = args.provider
-        after_cluster = pulumi.ResourceOptions(parent=self, depends_on=[args.eks_cluster])
+        provider, access = args.provider, args.access
         classes = declare_all(args.priority_classes, self, provider)
         self.namespaces = {}
         for team in args.teams:
@@ -53,21 +60,22 @@ class Tenancy(pulumi.ComponentResource):
             [self.namespaces[team.name]] = declare_all([namespace], self, provider)
             # The team's priority policy names a class: create the classes before anything can use them.
             declare_all(owned, self, provider, [self.namespaces[team.name], *classes])
-            if team.access_role_arn is None:
+            if team.access_role_arn is None or access is None:
                 continue
+            after_cluster = pulumi.ResourceOptions(parent=self, depends_on=[access.eks_cluster])
             entry = aws.eks.AccessEntry(
                 f"{name}-team-{team.name}",
-                cluster_name=args.cluster_name,
+                cluster_name=access.cluster_name,
                 principal_arn=team.access_role_arn,
                 type="STANDARD",
-                tags=args.tags,
+                tags=access.tags,
                 opts=after_cluster,
             )
             aws.eks.AccessPolicyAssociation(
                 f"{name}-team-{team.name}",
-                cluster_name=args.cluster_name,
+                cluster_name=access.cluster_name,
                 principal_arn=entry.principal_arn,
-                policy_arn=args.access_policy_arn,
+                policy_arn=access.access_policy_arn,
                 access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="namespace", namespaces=[team.name]),
                 opts=after_cluster,
             )

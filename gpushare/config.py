@@ -10,7 +10,8 @@ import ipaddress
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+import yaml
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from gpushare import compat, images, karpenter_api, names, pins, versions
 from gpushare.eks import EKS_STORAGE_CLASSES
@@ -336,7 +337,10 @@ class ClusterConfig(_Model):
     system_node_group: SystemNodeGroupConfig = Field(
         default=SystemNodeGroupConfig(), alias="systemNodeGroup", description="Nodes for the controllers"
     )
-    endpoint: EndpointConfig = Field(description="Kubernetes API endpoint access")
+    endpoint: EndpointConfig | None = Field(
+        default=None,
+        description="Kubernetes API endpoint access; required unless existingCluster (whose endpoint is its own)",
+    )
     tags: dict[str, str] = Field(
         default={},
         description="Tags on every AWS resource and on GPU instances (not aws:*, nor the tags Karpenter sets itself)",
@@ -401,6 +405,16 @@ def _tag_problem(key: str, value: str) -> str | None:
     return None if problem is None else f"{value!r}: {problem} (GPU nodes carry these tags)"
 
 
+def _karpenter_version(value: str) -> str:
+    """A Karpenter release that has NodeOverlay, written as its charts are tagged."""
+    problem = karpenter_api.chart_tag_problem(value)
+    if problem is not None:
+        raise ValueError(f"{value!r}: {problem}")
+    if compat.parse_version(value) < compat.KARPENTER_MIN_OVERLAY_VERSION:
+        raise ValueError(f"{value} has no NodeOverlay; allowed: {versions.feature('node-overlay').minimum} or newer")
+    return value
+
+
 class KarpenterConfig(_Model):
     """Karpenter, which launches the GPU nodes."""
 
@@ -417,17 +431,7 @@ class KarpenterConfig(_Model):
         description="AL2023 AMI alias version, e.g. v20260903; latest drifts GPU nodes on every AMI release: pin it",
     )
 
-    @field_validator("chart_version")
-    @classmethod
-    def _overlay_capable(cls, value: str) -> str:
-        problem = karpenter_api.chart_tag_problem(value)
-        if problem is not None:
-            raise ValueError(f"{value!r}: {problem}")
-        if compat.parse_version(value) < compat.KARPENTER_MIN_OVERLAY_VERSION:
-            raise ValueError(
-                f"{value} has no NodeOverlay; allowed: {versions.feature('node-overlay').minimum} or newer"
-            )
-        return value
+    _overlay_capable = field_validator("chart_version")(_karpenter_version)
 
     @property
     def ami_alias(self) -> str:
@@ -1036,6 +1040,186 @@ class MonitoringConfig(_Model):
         return self
 
 
+# IAM names as Karpenter's EC2NodeClass takes them (spec.role, spec.instanceProfile): names, not ARNs.
+IamRoleName = _text_matching(r"[\w+=,.@-]{1,64}", "an IAM role name (not an ARN) like KarpenterNodeRole-platform")
+InstanceProfileName = _text_matching(
+    r"[\w+=,.@-]{1,128}", "an instance profile name (not an ARN) like KarpenterNodeInstanceProfile-platform"
+)
+
+
+def _kubeconfig_text(value: Any) -> Any:
+    """A kubeconfig document, refused without repeating it: it holds credentials."""
+    if value is None:
+        return value
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(
+            "is not kubeconfig text; allowed: the whole file as one string, held as a secret (pulumi config set "
+            "--secret --path 'gpushare:existingCluster.kubeconfig' \"$(cat kubeconfig)\")"
+        )
+    try:
+        document = yaml.safe_load(value)
+    except yaml.YAMLError:
+        document = None
+    if not isinstance(document, dict) or not isinstance(document.get("clusters"), list):
+        raise ValueError("is not a kubeconfig (a YAML or JSON document with clusters, contexts and users)")
+    return value
+
+
+def kubeconfig_contexts(text: str) -> list[str]:
+    """The context names a kubeconfig (already checked by `_kubeconfig_text`) defines."""
+    contexts = yaml.safe_load(text).get("contexts") or []
+    return [str(c.get("name")) for c in contexts if isinstance(c, dict)]
+
+
+class SubnetSelectorTermConfig(_Model):
+    """One subnet selector term of the EC2NodeClass (spec.subnetSelectorTerms): subnets with all these tags, or one
+    subnet by id."""
+
+    tags: dict[str, str] = Field(default={}, description="Subnets carrying every one of these tags")
+    id: SubnetId | None = Field(default=None, description="One subnet by id")
+
+    @model_validator(mode="after")
+    def _one_way(self) -> SubnetSelectorTermConfig:
+        _one_selector(self, ("tags", "id"), self.tags)
+        return self
+
+
+class SecurityGroupSelectorTermConfig(_Model):
+    """One security group selector term of the EC2NodeClass (spec.securityGroupSelectorTerms)."""
+
+    tags: dict[str, str] = Field(default={}, description="Security groups carrying every one of these tags")
+    id: SecurityGroupId | None = Field(default=None, description="One security group by id")
+    name: str | None = Field(default=None, min_length=1, max_length=255, description="One security group by name")
+
+    @model_validator(mode="after")
+    def _one_way(self) -> SecurityGroupSelectorTermConfig:
+        _one_selector(self, ("tags", "id", "name"), self.tags)
+        return self
+
+
+def _one_selector(term: _Model, fields: tuple[str, ...], tags: dict[str, str]) -> None:
+    """A term selects by exactly one of its fields: the EC2NodeClass CRD refuses tags beside an id or a name."""
+    given = [field for field in fields if getattr(term, field)]
+    if len(given) != 1:
+        what = "none" if not given else " and ".join(given)
+        raise_at([((), f"sets {what}; allowed: exactly one of {', '.join(fields)}")])
+    empty = [key for key, value in tags.items() if not key or not value]
+    raise_at([(("tags", key), "the EC2NodeClass CRD refuses empty tag keys and values") for key in empty])
+
+
+class NodeClassConfig(_Model):
+    """What the stack's EC2NodeClass needs from an existing cluster: the IAM identity of the GPU nodes (one that
+    can join the cluster: an EC2_LINUX access entry or an aws-auth mapping) and where they launch."""
+
+    role: IamRoleName | None = Field(
+        default=None,
+        description="IAM role name of the GPU nodes (Karpenter creates their instance profile); or instanceProfile",
+    )
+    instance_profile: InstanceProfileName | None = Field(
+        default=None, alias="instanceProfile", description="Existing instance profile of the GPU nodes; or role"
+    )
+    subnet_selector_terms: tuple[SubnetSelectorTermConfig, ...] = Field(
+        default=(),
+        alias="subnetSelectorTerms",
+        max_length=30,
+        description="Subnets of the GPU nodes (default: tagged karpenter.sh/discovery: <cluster name>)",
+    )
+    security_group_selector_terms: tuple[SecurityGroupSelectorTermConfig, ...] = Field(
+        default=(),
+        alias="securityGroupSelectorTerms",
+        max_length=30,
+        description="Security groups of the GPU nodes (default: tagged karpenter.sh/discovery: <cluster name>)",
+    )
+
+    @model_validator(mode="after")
+    def _one_identity(self) -> NodeClassConfig:
+        if (self.role is None) == (self.instance_profile is None):
+            given = "both" if self.role is not None else "neither"
+            raise_at([(("role",), f"{given} of role and instanceProfile set; allowed: exactly one of them")])
+        return self
+
+
+class KarpenterGatesConfig(_Model):
+    """The feature gates the existing Karpenter runs with, as its chart's settings.featureGates spells them: the
+    stack needs nodeOverlay when a pool has overlays, capacityBuffer when a team keeps headroom."""
+
+    node_overlay: bool = Field(
+        default=False, alias="nodeOverlay", description="NodeOverlay gate on (FEATURE_GATES NodeOverlay=true)"
+    )
+    capacity_buffer: bool = Field(
+        default=False,
+        alias="capacityBuffer",
+        description="CapacityBuffer gate on (FEATURE_GATES CapacityBuffer=true)",
+    )
+
+
+class ExistingKarpenterConfig(_Model):
+    """The Karpenter that already runs in the cluster; `pulumi up` reads its Deployment to check the gates."""
+
+    version: Annotated[str, AfterValidator(_karpenter_version)] = Field(
+        description=f"Its version (chart tag like 1.15.1); {versions.feature('node-overlay').minimum} or newer, "
+        "judged like gpushare:karpenter.chartVersion"
+    )
+    namespace: str = Field(
+        default=names.KARPENTER_NAMESPACE, pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$", description="Its namespace"
+    )
+    deployment: str = Field(
+        default=names.KARPENTER_RELEASE,
+        pattern=r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$",
+        description="Its controller Deployment, whose FEATURE_GATES `pulumi up` checks",
+    )
+    feature_gates: KarpenterGatesConfig = Field(
+        default=KarpenterGatesConfig(), alias="featureGates", description="The gates it runs with"
+    )
+
+
+class ExistingClusterConfig(_Model):
+    """An EKS cluster that exists, with Karpenter running: the stack installs only the GPU layer, through one
+    Kubernetes provider, and creates no AWS resource (docs/existing-cluster.md)."""
+
+    kubeconfig: Annotated[str | None, BeforeValidator(_kubeconfig_text)] = Field(
+        default=None,
+        description="Kubeconfig of the cluster, as a Pulumi secret (unset: the ambient kubeconfig, KUBECONFIG or "
+        "~/.kube/config)",
+    )
+    context: str | None = Field(
+        default=None, min_length=1, description="Context of that kubeconfig to use (unset: its current-context)"
+    )
+    karpenter: ExistingKarpenterConfig = Field(description="The Karpenter running there")
+    node_class: NodeClassConfig = Field(alias="nodeClass", description="What the GPU EC2NodeClass needs")
+
+    @model_validator(mode="after")
+    def _context_exists(self) -> ExistingClusterConfig:
+        if self.kubeconfig is not None and self.context is not None:
+            known = kubeconfig_contexts(self.kubeconfig)
+            if self.context not in known:
+                raise_at([(("context",), f"{self.context!r} is no context of kubeconfig; allowed: {', '.join(known)}")])
+        return self
+
+
+class ChartSourceConfig(_Model):
+    """Where the Helm releases take their charts instead of the public repositories (air-gapped installs)."""
+
+    folder: str | None = Field(
+        default=None,
+        min_length=1,
+        description="Folder of chart archives named <chart>-<version>.tgz, as `helm package` and `helm pull` name them",
+    )
+    repository: str | None = Field(
+        default=None,
+        pattern=r"^(oci|https?)://[^\s]+[^/\s]$",
+        description="A mirror: an oci:// registry path holding the charts, or an http(s) Helm repository serving "
+        "all of them",
+    )
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ChartSourceConfig:
+        if (self.folder is None) == (self.repository is None):
+            given = "both" if self.folder is not None else "neither"
+            raise_at([(("folder",), f"{given} of folder and repository set; allowed: exactly one of them")])
+        return self
+
+
 class StackConfig(_Model):
     """The whole stack: cluster, controllers, GPU pools and the teams that share them."""
 
@@ -1049,6 +1233,17 @@ class StackConfig(_Model):
     pools: tuple[PoolConfig, ...] = Field(min_length=1, description="GPU pools")
     teams: tuple[TeamConfig, ...] = Field(min_length=1, description="Teams sharing the pools")
     monitoring: MonitoringConfig = Field(default=MonitoringConfig(), description="Monitoring")
+    existing_cluster: ExistingClusterConfig | None = Field(
+        default=None,
+        alias="existingCluster",
+        description="Install onto this existing cluster and its Karpenter instead of creating them "
+        "(docs/existing-cluster.md)",
+    )
+    chart_source: ChartSourceConfig | None = Field(
+        default=None,
+        alias="charts",
+        description="Take the Helm charts from this folder or mirror instead of the public repositories",
+    )
     registry_mirrors: dict[UpstreamRegistry, MirrorPrefix] = Field(
         default={},
         alias="registryMirrors",
@@ -1060,15 +1255,41 @@ class StackConfig(_Model):
     def pool(self, name: str) -> PoolConfig:
         return next(p for p in self.pools if p.name == name)
 
+    @property
+    def karpenter_version(self) -> str:
+        """The Karpenter the stack's objects are read by: the one it installs, or the one running there."""
+        existing = self.existing_cluster
+        return existing.karpenter.version if existing is not None else self.karpenter.chart_version
+
+    @property
+    def karpenter_version_key(self) -> str:
+        """The key that holds karpenter_version, as error lines name it."""
+        if self.existing_cluster is not None:
+            return f"{PROJECT}:existingCluster.karpenter.version"
+        return f"{PROJECT}:karpenter.chartVersion"
+
     def uses_hami(self, team: TeamConfig) -> bool:
         """The team has a HAMi pool: its pods go through HAMi's webhook and scheduler."""
         return any(self.pool(name).sharing == names.SHARING_HAMI for name in team.pools)
 
+    def chart_version(self, chart: str) -> str:
+        """The version of a chart the stack deploys: its version key where it has one, else the pin."""
+        held = {
+            names.KARPENTER_CHART: self.karpenter.chart_version,
+            names.KARPENTER_CRD_CHART: self.karpenter.chart_version,
+            names.HAMI_CHART: self.hami.chart_version,
+            names.NVIDIA_PLUGIN_CHART: self.nvidia_device_plugin.chart_version,
+        }
+        return held.get(chart) or pins.chart_version(chart)
+
     def charts(self) -> frozenset[str]:
-        """The charts the stack deploys a release of: Karpenter's and HAMi's always, the NVIDIA device plugin with any
-        pool HAMi does not slice, dcgm-exporter and HAMi-WebUI with monitoring, and kube-prometheus-stack then unless
-        an existing Prometheus is used. The renderers and the config checks decide with this one answer."""
-        charts = {names.KARPENTER_CRD_CHART, names.KARPENTER_CHART, names.HAMI_CHART}
+        """The charts the stack deploys a release of: HAMi's always, Karpenter's unless it exists already, the NVIDIA
+        device plugin with any pool HAMi does not slice, dcgm-exporter and HAMi-WebUI with monitoring, and
+        kube-prometheus-stack then unless an existing Prometheus is used. The renderers and the config checks decide
+        with this one answer."""
+        charts = {names.HAMI_CHART}
+        if self.existing_cluster is None:
+            charts |= {names.KARPENTER_CRD_CHART, names.KARPENTER_CHART}
         if any(pool.sharing != names.SHARING_HAMI for pool in self.pools):
             charts.add(names.NVIDIA_PLUGIN_CHART)
         if self.monitoring.enabled:

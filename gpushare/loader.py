@@ -11,11 +11,12 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import date
+from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from gpushare import compat, eks, images, karpenter_api, names, pins, versions
+from gpushare import charts, compat, eks, existing, images, karpenter_api, names, pins, versions
 from gpushare.aws_names import node_role_name, system_node_role_name
 from gpushare.capacity import (
     Headroom,
@@ -130,6 +131,8 @@ def _raise_one_line_per_key(problems: Problems) -> None:
 
 
 SECTIONS: frozenset[str] = frozenset(StackConfig.model_fields)
+# What decides which charts, of which versions, the stack deploys.
+CHART_SECTIONS = ("chart_source", "existing_cluster", "karpenter", "hami", "nvidia_device_plugin", "monitoring")
 
 
 def check_references(config: StackConfig, catalog: Catalog, today: date, sections: frozenset[str] = SECTIONS) -> None:
@@ -140,10 +143,14 @@ def check_references(config: StackConfig, catalog: Catalog, today: date, section
         return set(needed) <= sections
 
     problems = Problems()
+    if not ready("existing_cluster"):
+        # Which cluster mode holds is unknown: the checks that differ between them wait for that key.
+        sections = sections - {"cluster", "karpenter"}
+    problems.errors.extend(_check_cluster_mode(config, ready))
     if ready("cluster", "karpenter"):
         problems.check(_check_kubernetes_version, config, today)
     problems.errors.extend(_check_minimum_versions(config, ready))
-    if ready("cluster", "teams"):
+    if ready("cluster", "teams") and config.existing_cluster is None:
         problems.errors.extend(_principals_once(config))
     if ready("cluster"):
         problems.errors.extend(_nodes_reach_the_endpoint(config))
@@ -166,6 +173,10 @@ def check_references(config: StackConfig, catalog: Catalog, today: date, section
     for i, pool in enumerate(config.pools):
         pool_problems.check(_check_pool, config, catalog, i, pool)
     problems.errors.extend(pool_problems.errors)
+    if not pool_problems.errors and ready("teams", "existing_cluster") and config.existing_cluster is not None:
+        problems.errors.extend(_existing_gates(config))
+    if not pool_problems.errors and ready(*CHART_SECTIONS):
+        problems.errors.extend(_check_chart_folder(config))
     if ready("teams"):
         # quota and admission checks compute each pool's capacity; admission also reads the cluster's version
         problems.errors.extend(_check_teams(config, not pool_problems.errors, ready("cluster")))
@@ -267,17 +278,113 @@ def ineffective_keys(config: StackConfig) -> list[str]:
     return found
 
 
+# Keys of the new-cluster mode, each with what it would have done: refused beside gpushare:existingCluster.
+NEW_CLUSTER_KEYS = {
+    "network": "creates or picks the VPC of a new cluster",
+    "system_node_group": "sizes the system node group of a new cluster",
+    "endpoint": "sets the API endpoint of a new cluster",
+    "admin_principal_arns": "creates EKS access entries for cluster admins",
+    "log_retention_days": "sets the control-plane log group of a new cluster",
+    "support_type": "sets the EKS upgrade policy of a new cluster",
+}
+EXISTING_KEY = f"{PROJECT}:existingCluster"
+
+
+def _check_cluster_mode(config: StackConfig, ready: Callable[..., bool]) -> list[ConfigError]:
+    """A new cluster needs its endpoint; an existing one refuses what only a new cluster (or an AWS resource the
+    stack would create) uses, states its Kubernetes minor, and has the gates the stack's objects need."""
+    if not ready("existing_cluster"):
+        return []
+    if config.existing_cluster is None:
+        if ready("cluster") and config.cluster.endpoint is None:
+            return [ConfigError(f"{PROJECT}:cluster.endpoint", "is required (who may reach the new cluster's API)")]
+        return []
+    instead = f"drop it: with {EXISTING_KEY} the stack creates no AWS resource and the cluster is not its own"
+    errors = []
+    if ready("cluster"):
+        errors += [
+            ConfigError(
+                f"{PROJECT}:cluster.{key}",
+                f"is set with {EXISTING_KEY}, but it {NEW_CLUSTER_KEYS[field]}; allowed: {instead}",
+            )
+            for field, key in _given_keys(config.cluster, NEW_CLUSTER_KEYS)
+        ]
+        if "kubernetes_version" not in config.cluster.model_fields_set:
+            errors.append(
+                ConfigError(
+                    KUBERNETES_VERSION_KEY,
+                    f"is required with {EXISTING_KEY}: the minor of the cluster's control plane, which the admission "
+                    "policies and HAMi's kube-scheduler follow",
+                )
+            )
+    if ready("karpenter") and "chart_version" in config.karpenter.model_fields_set:
+        errors.append(
+            ConfigError(
+                KARPENTER_VERSION_KEY,
+                f"is set with {EXISTING_KEY}, where the stack installs no Karpenter; allowed: drop it and state the "
+                f"running one's version at {EXISTING_KEY}.karpenter.version",
+            )
+        )
+    if ready("teams"):
+        errors += [
+            ConfigError(
+                f"{PROJECT}:teams[{i}].namespaceAccessRoleArn",
+                f"is set with {EXISTING_KEY}, where the stack creates no EKS access entry; allowed: drop it and give "
+                f"the role access yourself (docs/existing-cluster.md: an access entry with AmazonEKSEditPolicy "
+                f"scoped to namespace {team.name})",
+            )
+            for i, team in enumerate(config.teams)
+            if team.namespace_access_role_arn is not None
+        ]
+    return errors
+
+
+def _given_keys(model: Any, fields: Mapping[str, str]) -> list[tuple[str, str]]:
+    """(field, key as written) of each of `fields` the stack file sets on `model`."""
+    return [(name, model.model_fields[name].alias or name) for name in fields if name in model.model_fields_set]
+
+
+def _existing_gates(config: StackConfig) -> list[ConfigError]:
+    """The existing Karpenter reads the stack's NodeOverlays and CapacityBuffers only with their gates on: the gates
+    the stack file states must be those the stack needs (`pulumi up` then checks the running Deployment)."""
+    assert config.existing_cluster is not None
+    stated = config.existing_cluster.karpenter.feature_gates.model_dump(by_alias=True)
+    return [
+        ConfigError(
+            f"{EXISTING_KEY}.karpenter.featureGates.{key}",
+            f"false, but {why}, which Karpenter ignores with the {gate} gate off; allowed: turn the gate on in that "
+            f"Karpenter (settings.featureGates.{key}: true) and state {key}: true"
+            + (", or no headroom" if gate == existing.CAPACITY_BUFFER_GATE else ""),
+        )
+        for gate, why in existing.needed_gates(config).items()
+        if not stated[key := existing.CHART_KEYS[gate]]
+    ]
+
+
+def _check_chart_folder(config: StackConfig) -> list[ConfigError]:
+    """Every chart the stack deploys has its archive in gpushare:charts.folder (another single version of it is
+    installed with a warning instead: charts.choose_charts)."""
+    source = config.chart_source
+    if source is None or source.folder is None:
+        return []
+    choice = charts.choose_charts(config, charts.folder_archives(Path(source.folder)))
+    return [ConfigError(charts.FOLDER_KEY, problem) for problem in choice.problems]
+
+
 def _check_kubernetes_version(config: StackConfig, today: date) -> None:
     """A version past EKS standard support bills extended support or is upgraded by EKS: refused unless the
-    stack opts into extended support; every minor needs a pinned kube-scheduler patch for HAMi."""
+    stack opts into extended support (a cluster the stack creates; an existing cluster's owner decides); every
+    minor needs a pinned kube-scheduler patch for HAMi."""
     cluster = config.cluster
-    problem = eks.support_problem(
-        cluster.kubernetes_version,
-        today,
-        cluster.support_type == "EXTENDED",
-        config.karpenter.chart_version,
-        eks.load_eks_support(),
-    )
+    problem = None
+    if config.existing_cluster is None:
+        problem = eks.support_problem(
+            cluster.kubernetes_version,
+            today,
+            cluster.support_type == "EXTENDED",
+            config.karpenter.chart_version,
+            eks.load_eks_support(),
+        )
     if problem is None and cluster.kubernetes_version not in pins.kubernetes_minors():
         problem = (
             f"{cluster.kubernetes_version} has no kube-scheduler patch pinned for HAMi in gpushare/pins.yaml; "
@@ -301,8 +408,8 @@ def _check_minimum_versions(config: StackConfig, ready: Callable[..., bool]) -> 
             (
                 "balanced-consolidation",
                 f"{PROJECT}:pools[{i}].disruption.consolidationPolicy",
-                config.karpenter.chart_version,
-                KARPENTER_VERSION_KEY,
+                config.karpenter_version,
+                config.karpenter_version_key,
                 "WhenEmpty or WhenEmptyOrUnderutilized",
             )
             for i, pool in enumerate(config.pools)
@@ -335,12 +442,12 @@ def _check_minimum_versions(config: StackConfig, ready: Callable[..., bool]) -> 
     ]
     if not ready("cluster", "karpenter"):
         return errors
-    karpenter, kubernetes = config.karpenter.chart_version, config.cluster.kubernetes_version
+    karpenter, kubernetes = config.karpenter_version, config.cluster.kubernetes_version
     needed = versions.karpenter_for_kubernetes(kubernetes)
     if needed is not None and parse_version(karpenter) < parse_version(needed):
         errors.append(
             ConfigError(
-                KARPENTER_VERSION_KEY,
+                config.karpenter_version_key,
                 f"{karpenter} does not run with Kubernetes {kubernetes} ({KUBERNETES_VERSION_KEY}): Karpenter's "
                 f"compatibility matrix needs {needed} or newer there; allowed: {needed} or newer, or an older "
                 "kubernetesVersion",
@@ -397,7 +504,7 @@ def _nodes_reach_the_endpoint(config: StackConfig) -> list[ConfigError]:
     the NAT gateways' addresses: the stack allocates those at deploy time, so no CIDR list written before can name
     them, and nodes the endpoint shuts out never join (every GPU node launched would fail to register)."""
     endpoint = config.cluster.endpoint
-    if endpoint.private_access or not endpoint.public_access or endpoint.public_to_everyone:
+    if endpoint is None or endpoint.private_access or not endpoint.public_access or endpoint.public_to_everyone:
         return []
     if not config.cluster.network.creates_vpc:
         return []  # an existing VPC's NAT addresses are known to its owner, who lists them
@@ -562,14 +669,15 @@ def _check_headroom(config: StackConfig) -> list[ConfigError]:
         if headroom is None or not set(team.pools) <= known:
             continue  # unknown pools are reported by _check_teams
         key = f"{PROJECT}:teams[{index}].headroom"
-        version = config.karpenter.chart_version
+        version = config.karpenter_version
         if compat.parse_version(version) < compat.KARPENTER_MIN_CAPACITY_BUFFER_VERSION:
             first = ".".join(str(part) for part in compat.KARPENTER_MIN_CAPACITY_BUFFER_VERSION)
+            held_by = config.karpenter_version_key
             errors.append(
                 ConfigError(
                     key,
                     f"needs Karpenter's CapacityBuffer (autoscaling.x-k8s.io/v1beta1), which exists from chart "
-                    f"{first}, but {PROJECT}:karpenter.chartVersion is {version}; allowed: chartVersion {first} or "
+                    f"{first}, but {held_by} is {version}; allowed: {held_by.rsplit('.', 1)[1]} {first} or "
                     "newer, or no headroom",
                 )
             )

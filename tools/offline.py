@@ -22,6 +22,8 @@ from pulumi.runtime.proto import resource_pb2
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
+from gpushare import existing
+
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAM = ROOT / "__main__.py"
 ACCOUNT_ID = "123456789012"
@@ -43,6 +45,24 @@ _ID_PREFIXES = {
 }
 
 
+# An existing cluster's Karpenter Deployment, which `pulumi up` reads to check its gates: offline it runs with every
+# gate the stack may need on (a test passes others).
+KARPENTER_READ = "kubernetes:apps/v1:Deployment"
+PLAN_KARPENTER_GATES = f"{existing.NODE_OVERLAY_GATE}=true,{existing.CAPACITY_BUFFER_GATE}=true"
+
+
+def running_karpenter(resource_id: str, gates: str) -> dict[str, Any]:
+    """The Deployment `namespace/name` of a Karpenter controller whose FEATURE_GATES is `gates`."""
+    namespace, _, name = resource_id.partition("/")
+    container = {"name": "controller", "env": [{"name": existing.FEATURE_GATES_ENV, "value": gates}]}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"template": {"spec": {"containers": [container]}}},
+    }
+
+
 def _fake_id(prefix: str, name: str) -> str:
     return f"{prefix}-{hashlib.sha256(name.encode()).hexdigest()[:17]}"
 
@@ -50,8 +70,9 @@ def _fake_id(prefix: str, name: str) -> str:
 class PlanMocks(pulumi.runtime.Mocks):
     """Plausible, deterministic ids, ARNs and kubeconfig: the same stack always yields the same plan."""
 
-    def __init__(self, region: str) -> None:
+    def __init__(self, region: str, karpenter_gates: str = PLAN_KARPENTER_GATES) -> None:
         self.region = region
+        self.karpenter_gates = karpenter_gates
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
         state = dict(args.inputs)
@@ -75,6 +96,8 @@ class PlanMocks(pulumi.runtime.Mocks):
         elif token == "eks:index:Cluster":
             state["kubeconfigJson"] = json.dumps(_kubeconfig(name, self.region))
             state["clusterSecurityGroupId"] = _fake_id("sg", name)
+        elif token == KARPENTER_READ and args.resource_id:
+            return args.resource_id, running_karpenter(args.resource_id, self.karpenter_gates)
         return resource_id, state
 
     def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]]]:
@@ -186,11 +209,13 @@ def _engine_logger() -> logging.Logger:
     return logger
 
 
-def run_program(raw_config: dict[str, Any], stack: str, today: date) -> RecordingMonitor:
+def run_program(
+    raw_config: dict[str, Any], stack: str, today: date, plan_mocks: PlanMocks | None = None
+) -> RecordingMonitor:
     """Run __main__.py with `raw_config` (a stack file's config map), judged on `today` (its PLAN_DATE), and return
-    what it registered."""
+    what it registered; `plan_mocks` answers in place of the default ones (a test's other cluster)."""
     pulumi.runtime.set_all_config({key: _config_text(value) for key, value in raw_config.items()})
-    monitor = RecordingMonitor(PlanMocks(str(raw_config.get("aws:region", "us-east-1"))))
+    monitor = RecordingMonitor(plan_mocks or PlanMocks(str(raw_config.get("aws:region", "us-east-1"))))
     mocks.set_mocks(
         monitor.mocks, project="gpushare", stack=stack, preview=False, monitor=monitor, logger=_engine_logger()
     )

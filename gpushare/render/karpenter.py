@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from gpushare import images, names
 from gpushare.aws_names import interruption_queue_name, node_role_name
 from gpushare.capacity import NodeShape, pool_plans
-from gpushare.config import PoolConfig, StackConfig
+from gpushare.config import PoolConfig, SecurityGroupSelectorTermConfig, StackConfig, SubnetSelectorTermConfig
 
 # GPU AMIs and ML images need room; the EC2NodeClass default root volume (20Gi) fills on the first pull.
 ROOT_VOLUME_SIZE = "200Gi"
@@ -133,18 +134,34 @@ def node_overlays(config: StackConfig, pool: PoolConfig) -> list[dict[str, Any]]
     return [node_overlay(pool, node) for node in plan.nodes] if plan.overlaid else []
 
 
+def _selector_terms(
+    terms: Sequence[SubnetSelectorTermConfig | SecurityGroupSelectorTermConfig], default: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """EC2NodeClass selector terms as written (only the field each term sets), or `default` when none are."""
+    return [term.model_dump(exclude_defaults=True) for term in terms] or default
+
+
 def ec2_node_class(config: StackConfig) -> dict[str, Any]:
-    """The GPU node class: AL2023 (its NVIDIA variant is picked per GPU type), IMDSv2, encrypted root."""
+    """The GPU node class: AL2023 (its NVIDIA variant is picked per GPU type), IMDSv2, encrypted root; the node role
+    the stack creates, or in an existing cluster the identity and selectors it names (by default the same discovery
+    tag)."""
     discovery = [{"tags": {"karpenter.sh/discovery": config.cluster.name}}]
+    identity: dict[str, Any] = {"role": node_role_name(config.cluster.name)}
+    subnets, groups = discovery, discovery
+    if config.existing_cluster is not None:
+        node_class = config.existing_cluster.node_class
+        identity = {"role": node_class.role} if node_class.role else {"instanceProfile": node_class.instance_profile}
+        subnets = _selector_terms(node_class.subnet_selector_terms, discovery)
+        groups = _selector_terms(node_class.security_group_selector_terms, discovery)
     return {
         "apiVersion": names.EC2_NODE_CLASS_API,
         "kind": "EC2NodeClass",
         "metadata": {"name": names.GPU_NODE_CLASS},
         "spec": {
             "amiSelectorTerms": [{"alias": config.karpenter.ami_alias}],
-            "role": node_role_name(config.cluster.name),
-            "subnetSelectorTerms": discovery,
-            "securityGroupSelectorTerms": discovery,
+            **identity,
+            "subnetSelectorTerms": subnets,
+            "securityGroupSelectorTerms": groups,
             "associatePublicIPAddress": False,
             "metadataOptions": {
                 "httpEndpoint": "enabled",

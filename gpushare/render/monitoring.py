@@ -344,6 +344,10 @@ def service_monitors(config: StackConfig) -> list[dict[str, Any]]:
     monitoring = config.monitoring
     hami_instance = {"app.kubernetes.io/instance": names.HAMI_RELEASE, "app.kubernetes.io/name": names.HAMI_CHART}
     namespaces = scrape_namespaces()
+    karpenter_instance = names.KARPENTER_RELEASE
+    if config.existing_cluster is not None:  # the running Karpenter, its Service named after its release
+        namespaces["karpenter"] = config.existing_cluster.karpenter.namespace
+        karpenter_instance = config.existing_cluster.karpenter.deployment
     return [
         _service_monitor(
             monitoring,
@@ -366,7 +370,7 @@ def service_monitors(config: StackConfig) -> list[dict[str, Any]]:
             monitoring,
             "karpenter",
             namespaces["karpenter"],
-            {"app.kubernetes.io/instance": names.KARPENTER_RELEASE, "app.kubernetes.io/name": names.KARPENTER_CHART},
+            {"app.kubernetes.io/instance": karpenter_instance, "app.kubernetes.io/name": names.KARPENTER_CHART},
             KARPENTER_METRICS_PORT,
             relabelings=(NODE_FROM_POD,),
         ),

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gpushare import names, pins
+from gpushare.charts import ChartLocation
 from gpushare.config import StackConfig
 from gpushare.render import hami, karpenter
 
@@ -30,6 +32,11 @@ class HelmRelease:
     # karpenter-crd release owns them instead.
     skip_crds: bool = False
 
+    @property
+    def chart_name(self) -> str:
+        """The chart itself, whether referenced by name or by an OCI path."""
+        return self.chart.rsplit("/", 1)[-1]
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
@@ -43,8 +50,36 @@ class HelmRelease:
 
 
 def helm_releases(config: StackConfig) -> list[HelmRelease]:
-    """Releases in install order; the NVIDIA plugin only when some pool takes whole GPUs."""
-    releases = [
+    """Releases in install order; Karpenter's unless it runs in an existing cluster already, the NVIDIA plugin only
+    when some pool takes whole GPUs."""
+    releases = [] if config.existing_cluster is not None else karpenter_releases(config)
+    releases.append(
+        HelmRelease(
+            names.HAMI_RELEASE,
+            names.HAMI_NAMESPACE,
+            names.HAMI_CHART,
+            config.hami.chart_version,
+            HAMI_REPOSITORY,
+            hami.hami_values(config),
+        )
+    )
+    if names.NVIDIA_PLUGIN_CHART in config.charts():
+        releases.append(
+            HelmRelease(
+                names.NVIDIA_PLUGIN_RELEASE,
+                names.NVIDIA_PLUGIN_NAMESPACE,
+                names.NVIDIA_PLUGIN_CHART,
+                config.nvidia_device_plugin.chart_version,
+                NVIDIA_PLUGIN_REPOSITORY,
+                hami.nvidia_device_plugin_values(config),
+            )
+        )
+    return releases
+
+
+def karpenter_releases(config: StackConfig) -> list[HelmRelease]:
+    """The CRD chart, then the controller."""
+    return [
         HelmRelease(
             names.KARPENTER_CRD_RELEASE,
             names.KARPENTER_NAMESPACE,
@@ -61,27 +96,18 @@ def helm_releases(config: StackConfig) -> list[HelmRelease]:
             karpenter.karpenter_values(config),
             skip_crds=True,
         ),
-        HelmRelease(
-            names.HAMI_RELEASE,
-            names.HAMI_NAMESPACE,
-            names.HAMI_CHART,
-            config.hami.chart_version,
-            HAMI_REPOSITORY,
-            hami.hami_values(config),
-        ),
     ]
-    if names.NVIDIA_PLUGIN_CHART in config.charts():
-        releases.append(
-            HelmRelease(
-                names.NVIDIA_PLUGIN_RELEASE,
-                names.NVIDIA_PLUGIN_NAMESPACE,
-                names.NVIDIA_PLUGIN_CHART,
-                config.nvidia_device_plugin.chart_version,
-                NVIDIA_PLUGIN_REPOSITORY,
-                hami.nvidia_device_plugin_values(config),
-            )
-        )
-    return releases
+
+
+def located(releases: Sequence[HelmRelease], locations: Mapping[str, ChartLocation]) -> list[HelmRelease]:
+    """The releases with the chart, version and repository `gpushare:charts` chose for their chart (gpushare/charts.py);
+    unchanged where it chose the public repositories."""
+    return [
+        replace(release, chart=where.chart, version=where.version, repository=where.repository)
+        if (where := locations.get(release.chart_name)) is not None
+        else release
+        for release in releases
+    ]
 
 
 def object_id(obj: dict[str, Any]) -> str:
