@@ -7,7 +7,7 @@ CONFIG ?= Pulumi.$(STACK).yaml
 POLICY_CONFIG ?=
 POLICY_FLAG = $(if $(POLICY_CONFIG),--policy-config $(POLICY_CONFIG))
 
-.PHONY: test lint plan check golden docs bench rules-test admission-test e2e simulate clean
+.PHONY: test lint plan check golden docs bench rules-test admission-test e2e engine simulate clean
 
 $(VENV)/.installed: requirements.txt
 	python3 -m venv $(VENV)
@@ -42,6 +42,9 @@ rules-test: $(VENV)/.installed ## promtool check/test the GPU alerts, parse ever
 
 e2e: $(VENV)/.installed ## offline cluster: real kube-apiserver, Karpenter and KWOK run the stack (needs Go)
 	$(PY) -m e2e
+
+engine: $(VENV)/.installed ## the real Pulumi engine on the offline cluster: up, preview, policy pack, change, destroy (needs Go; docs/engine.md)
+	$(PY) -m e2e --engine
 
 simulate: $(VENV)/.installed ## a workload mix, or a day (a trace, or a pod list with MAPPING) per stack variant (RUNS=n each, SPEEDS=s,s), through the offline cluster
 	@test -n "$(WORKLOAD)" || { echo "usage: make simulate WORKLOAD=examples/workloads/inference-day.yaml [RUNS=3] [SPEEDS=20,60] | WORKLOAD=pods.csv MAPPING=mapping.yaml" >&2; exit 2; }
