@@ -129,8 +129,13 @@ class Outcome:
 
     command: str
     code: int
-    output: str
+    stdout: str
+    stderr: str
     seconds: float
+
+    @property
+    def output(self) -> str:
+        return self.stdout + self.stderr
 
 
 @dataclass
@@ -200,13 +205,13 @@ class Engine:
                 text=True,
                 timeout=timeout_s,
             )
-            code, output = result.returncode, result.stdout + result.stderr
+            code, stdout, stderr = result.returncode, result.stdout, result.stderr
         except subprocess.TimeoutExpired as expired:
-            code, output = -1, f"timed out after {timeout_s:.0f} s\n{expired.stdout or ''}{expired.stderr or ''}"
-        outcome = Outcome(" ".join(["pulumi", *args]), code, output, time.monotonic() - started)
+            code, stdout, stderr = -1, str(expired.stdout or ""), f"timed out after {timeout_s:.0f} s"
+        outcome = Outcome(" ".join(["pulumi", *args]), code, stdout, stderr, time.monotonic() - started)
         self.log.append(outcome)
         with (self.directory / "engine.log").open("a") as log:
-            log.write(f"$ {outcome.command}  (exit {code}, {outcome.seconds:.0f} s)\n{output}\n")
+            log.write(f"$ {outcome.command}  (exit {code}, {outcome.seconds:.0f} s)\n{outcome.output}\n")
         return outcome
 
     def must(self, *args: str, extra: Mapping[str, str] | None = None) -> Outcome:
@@ -223,7 +228,7 @@ class Engine:
         """`pulumi preview --json`: the outcome and the steps it would take."""
         outcome = self.run("preview", "--json", *args, extra=extra)
         try:
-            steps = json.loads(outcome.output[outcome.output.index("{") :]).get("steps", [])
+            steps = json.loads(outcome.stdout).get("steps", [])
         except ValueError:
             steps = []
         return outcome, steps
