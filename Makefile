@@ -28,7 +28,7 @@ check: $(VENV)/.installed ## evaluate the policy pack over PLAN=<plan.json>
 	@test -n "$(PLAN)" || { echo "usage: make check PLAN=build/<stack>/plan.json [POLICY_CONFIG=file]" >&2; exit 2; }
 	$(PY) -m tools.check --plan $(PLAN) $(POLICY_FLAG)
 
-golden: $(VENV)/.installed ## rewrite tests/golden/<stack>/{manifests,helm}/ from the offline plan of dev and prod
+golden: $(VENV)/.installed ## rewrite tests/golden/<stack>/{manifests,helm}/ from the offline plan of dev, prod and existing
 	$(PY) -m tools.golden
 
 docs: $(VENV)/.installed ## rewrite the generated README tables (config schema, catalog, policies)

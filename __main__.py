@@ -25,7 +25,7 @@ from gpushare import names
 from gpushare.capacity import pool_plans
 from gpushare.charts import choose_charts, folder_archives
 from gpushare.errors import UserError
-from gpushare.existing import needed_gates, stated_karpenter
+from gpushare.existing import needed_gates, stated_cluster
 from gpushare.loader import ineffective_keys, load_stack_config
 from gpushare.render import iam
 from gpushare.render.hami import mock_device_plugin_objects
@@ -104,7 +104,7 @@ else:
             running.context,
             running.karpenter.namespace,
             running.karpenter.deployment,
-            stated_karpenter(config),
+            stated_cluster(config),
             needed_gates(config),
             ec2_node_class(config),
         ),

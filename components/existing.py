@@ -17,9 +17,9 @@ from gpushare.existing import gate_problems
 @dataclass(frozen=True)
 class ExistingClusterArgs:
     """How to reach the cluster (`kubeconfig` text, or the ambient one when None; `context` of it), the running
-    Karpenter's Deployment and what the stack file states about it (`stated`: version, namespace, deployment,
-    featureGates, recorded on the component so the policy pack judges the same facts), the gates the stack needs on
-    (gate -> why) and the rendered EC2NodeClass."""
+    Karpenter's Deployment, what the stack file states about the cluster and that Karpenter (`stated`, recorded as
+    the component's inputs so the policy pack judges the same facts: gpushare/existing.py stated_cluster), the gates
+    the stack needs on (gate -> why) and the rendered EC2NodeClass."""
 
     kubeconfig: str | None
     context: str | None

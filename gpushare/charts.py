@@ -7,7 +7,6 @@ so the config checks, the program and the tests judge the same listing the same 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,9 +15,6 @@ from gpushare import names, pins
 from gpushare.config import PROJECT, StackConfig
 
 FOLDER_KEY = f"{PROJECT}:charts.folder"
-# `helm package` and `helm pull` name an archive <chart>-<version>.tgz; chart names hold dashes, versions start
-# with a digit (semver, prerelease and build parts allowed).
-ARCHIVE = re.compile(r"(?P<chart>[a-z0-9][a-z0-9-]*?)-(?P<version>[0-9]+\.[0-9]+\.[0-9]+(?:[-+][0-9A-Za-z.+-]+)?)\.tgz")
 # Chart -> version -> archive file name.
 Archives = Mapping[str, Mapping[str, str]]
 
@@ -50,7 +46,7 @@ def folder_archives(folder: Path) -> dict[str, dict[str, str]] | None:
         return None
     found: dict[str, dict[str, str]] = {}
     for entry in entries:
-        match = ARCHIVE.fullmatch(entry)
+        match = names.CHART_ARCHIVE.fullmatch(entry)
         if match:
             found.setdefault(match["chart"], {})[match["version"]] = entry
     return found
@@ -77,26 +73,31 @@ def choose_charts(config: StackConfig, archives: Archives | None) -> ChartChoice
             return ChartChoice({c: ChartLocation(f"{mirror}/{c}", v, None) for c, v in wanted.items()})
         return ChartChoice({c: ChartLocation(c, v, mirror) for c, v in wanted.items()})
     folder = str(source.folder)
+    # Absolute: the provider that opens the archive need not run where the program does.
+    root = Path(folder).absolute()
     if archives is None:
         return ChartChoice({}, [f"{folder!r} is not a folder this program can read; allowed: a folder of archives"])
     choice = ChartChoice({})
+    missing = []
     for chart, version in wanted.items():
         held = archives.get(chart, {})
         if version in held:
-            choice.locations[chart] = ChartLocation(str(Path(folder) / held[version]), version, None)
+            choice.locations[chart] = ChartLocation(str(root / held[version]), version, None)
         elif len(held) == 1:
             [(other, archive)] = held.items()
-            choice.locations[chart] = ChartLocation(str(Path(folder) / archive), other, None)
+            choice.locations[chart] = ChartLocation(str(root / archive), other, None)
             choice.deviations.append(
                 f"{FOLDER_KEY}: {folder} holds {archive}, not {chart}-{version}.tgz: installing {chart} {other} "
                 f"instead of {version} (a deviation: the stack's values are written for {version})"
             )
         else:
-            others = f"only {', '.join(held.values())}" if held else "no archive of that chart"
-            choice.problems.append(
-                f"{folder!r} holds {others}, and the stack deploys {chart} {version}; allowed: add "
-                f"{chart}-{version}.tgz ({pull_command(chart, version)})"
-            )
+            others = f", holding {', '.join(held.values())} instead" if held else ""
+            missing.append(f"{chart}-{version}.tgz ({pull_command(chart, version)}{others})")
+    if missing:
+        choice.problems.append(
+            f"{folder!r} lacks the archives of charts the stack deploys: {'; '.join(missing)}; allowed: add them (a "
+            "folder holding one other version of a chart installs that one, with a warning)"
+        )
     return choice
 
 

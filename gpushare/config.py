@@ -1047,6 +1047,15 @@ InstanceProfileName = _text_matching(
 )
 
 
+NamespaceName = _text_matching(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", "a namespace name like kube-system")
+DeploymentName = _text_matching(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?", "a Deployment name like karpenter")
+NonEmpty = _text_matching(r"\S.*", "a non-empty text")
+MirrorUrl = _text_matching(
+    r"(oci|https?)://\S+[^/\s]", "an oci:// registry path or http(s):// Helm repository without trailing slash"
+)
+SecurityGroupName = _text_matching(r"\S.{0,254}", "a security group name")
+
+
 def _kubeconfig_text(value: Any) -> Any:
     """A kubeconfig document, refused without repeating it: it holds credentials."""
     if value is None:
@@ -1089,7 +1098,7 @@ class SecurityGroupSelectorTermConfig(_Model):
 
     tags: dict[str, str] = Field(default={}, description="Security groups carrying every one of these tags")
     id: SecurityGroupId | None = Field(default=None, description="One security group by id")
-    name: str | None = Field(default=None, min_length=1, max_length=255, description="One security group by name")
+    name: SecurityGroupName | None = Field(default=None, description="One security group by name")
 
     @model_validator(mode="after")
     def _one_way(self) -> SecurityGroupSelectorTermConfig:
@@ -1160,13 +1169,11 @@ class ExistingKarpenterConfig(_Model):
         description=f"Its version (chart tag like 1.15.1); {versions.feature('node-overlay').minimum} or newer, "
         "judged like gpushare:karpenter.chartVersion"
     )
-    namespace: str = Field(
-        default=names.KARPENTER_NAMESPACE, pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$", description="Its namespace"
-    )
-    deployment: str = Field(
+    namespace: NamespaceName = Field(default=names.KARPENTER_NAMESPACE, description="Its namespace")
+    deployment: DeploymentName = Field(
         default=names.KARPENTER_RELEASE,
-        pattern=r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$",
-        description="Its controller Deployment, whose FEATURE_GATES `pulumi up` checks",
+        description="Its controller Deployment, named after its Helm release (the Service the stack's ServiceMonitor "
+        "selects is too), whose FEATURE_GATES `pulumi up` checks",
     )
     feature_gates: KarpenterGatesConfig = Field(
         default=KarpenterGatesConfig(), alias="featureGates", description="The gates it runs with"
@@ -1182,8 +1189,8 @@ class ExistingClusterConfig(_Model):
         description="Kubeconfig of the cluster, as a Pulumi secret (unset: the ambient kubeconfig, KUBECONFIG or "
         "~/.kube/config)",
     )
-    context: str | None = Field(
-        default=None, min_length=1, description="Context of that kubeconfig to use (unset: its current-context)"
+    context: NonEmpty | None = Field(
+        default=None, description="Context of that kubeconfig to use (unset: its current-context)"
     )
     karpenter: ExistingKarpenterConfig = Field(description="The Karpenter running there")
     node_class: NodeClassConfig = Field(alias="nodeClass", description="What the GPU EC2NodeClass needs")
@@ -1200,14 +1207,12 @@ class ExistingClusterConfig(_Model):
 class ChartSourceConfig(_Model):
     """Where the Helm releases take their charts instead of the public repositories (air-gapped installs)."""
 
-    folder: str | None = Field(
+    folder: NonEmpty | None = Field(
         default=None,
-        min_length=1,
         description="Folder of chart archives named <chart>-<version>.tgz, as `helm package` and `helm pull` name them",
     )
-    repository: str | None = Field(
+    repository: MirrorUrl | None = Field(
         default=None,
-        pattern=r"^(oci|https?)://[^\s]+[^/\s]$",
         description="A mirror: an oci:// registry path holding the charts, or an http(s) Helm repository serving "
         "all of them",
     )

@@ -13,10 +13,9 @@ from typing import Any, Final
 
 from gpushare.capacity import pool_plans
 from gpushare.config import StackConfig
+from gpushare.karpenter_api import GATE_ON_TEXTS
 
 FEATURE_GATES_ENV: Final = "FEATURE_GATES"
-# strconv.ParseBool's texts for true.
-GATE_ON_TEXTS: Final = frozenset({"1", "t", "T", "true", "TRUE", "True"})
 NODE_OVERLAY_GATE: Final = "NodeOverlay"
 CAPACITY_BUFFER_GATE: Final = "CapacityBuffer"
 # The chart's settings.featureGates key of each gate, as the stack file states them.
@@ -64,16 +63,19 @@ def gate_problems(deployment: str, containers: Sequence[Mapping[str, Any]], need
     ]
 
 
-def stated_karpenter(config: StackConfig) -> dict[str, Any]:
-    """What the stack file states about the running Karpenter, as the stack records it (the ExistingCluster
-    component's inputs) for the policy pack: `karpenter.version` and `karpenter.featureGates.<chart key>`."""
+def stated_cluster(config: StackConfig) -> dict[str, Any]:
+    """What the stack file states about the existing cluster and the Karpenter running there, as the stack records
+    it (the ExistingCluster component's inputs) for the policy pack: clusterName, kubernetesVersion, and
+    `karpenter.version`, `.namespace`, `.deployment`, `.featureGates.<chart key>`."""
     assert config.existing_cluster is not None
     running = config.existing_cluster.karpenter
     return {
+        "clusterName": config.cluster.name,
+        "kubernetesVersion": config.cluster.kubernetes_version,
         "karpenter": {
             "version": running.version,
             "namespace": running.namespace,
             "deployment": running.deployment,
             "featureGates": running.feature_gates.model_dump(by_alias=True),
-        }
+        },
     }

@@ -31,6 +31,11 @@ BUDGET_SCHEDULE_PATTERN: Final = (
 )
 
 
+# Karpenter parses each gate of its FEATURE_GATES (`NodeOverlay=true,...`, what its chart renders from
+# settings.featureGates) with Go's strconv.ParseBool: these texts turn a gate on.
+GATE_ON_TEXTS: Final = frozenset({"1", "t", "T", "true", "TRUE", "True"})
+
+
 def crd_regex(pattern: str) -> re.Pattern[str]:
     """A CRD pattern for Python's `re.search`: `$` becomes `\\Z` (Python's `$` also matches before a final newline)."""
     return re.compile(pattern.replace("$", r"\Z"))

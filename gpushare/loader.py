@@ -37,6 +37,8 @@ from gpushare.catalog import Catalog, load_catalog
 from gpushare.config import (
     CONFIG_KEYS,
     PROJECT,
+    ExistingClusterConfig,
+    ExistingKarpenterConfig,
     HeadroomConfig,
     HeadroomShapeConfig,
     PoolConfig,
@@ -118,7 +120,21 @@ def _valid_sections(data: dict[str, Any]) -> tuple[StackConfig, frozenset[str]]:
             valid[name] = TypeAdapter(constrained).validate_python(data[key])
         except ValidationError:
             continue
-    return StackConfig.model_construct(**valid), frozenset(valid)
+    sections = frozenset(valid)
+    existing = data.get("existingCluster")
+    if existing is not None and "existing_cluster" not in sections:
+        # A broken existingCluster still says which cluster mode holds, and its Karpenter (when that part holds)
+        # still judges the rest; the section itself stays unready.
+        valid["existing_cluster"] = ExistingClusterConfig.model_construct(karpenter=_karpenter_part(existing))
+    return StackConfig.model_construct(**valid), sections
+
+
+def _karpenter_part(existing: Any) -> ExistingKarpenterConfig | None:
+    """existingCluster.karpenter when it validates on its own, else None."""
+    try:
+        return ExistingKarpenterConfig.model_validate(existing.get("karpenter") if isinstance(existing, dict) else None)
+    except ValidationError:
+        return None
 
 
 def _raise_one_line_per_key(problems: Problems) -> None:
@@ -137,20 +153,23 @@ CHART_SECTIONS = ("chart_source", "existing_cluster", "karpenter", "hami", "nvid
 
 def check_references(config: StackConfig, catalog: Catalog, today: date, sections: frozenset[str] = SECTIONS) -> None:
     """Cross-key rules pydantic cannot see: the EKS support window, names, catalog membership, capacity, quotas,
-    access and topology. Each runs when the sections it reads are valid; ConfigErrors lists what they found."""
+    access and topology. Each runs when the sections it reads are valid; ConfigErrors lists what they found. A
+    broken existingCluster still decides the cluster mode (and holds its Karpenter when that part is valid)."""
 
     def ready(*needed: str) -> bool:
         return set(needed) <= sections
 
+    existing = config.existing_cluster is not None
+    running = config.existing_cluster.karpenter if config.existing_cluster is not None else None
     problems = Problems()
-    if not ready("existing_cluster"):
-        # Which cluster mode holds is unknown: the checks that differ between them wait for that key.
-        sections = sections - {"cluster", "karpenter"}
-    problems.errors.extend(_check_cluster_mode(config, ready))
-    if ready("cluster", "karpenter"):
-        problems.check(_check_kubernetes_version, config, today)
+    problems.errors.extend(_check_cluster_mode(config, ready, existing))
+    if existing and running is None:
+        # The running Karpenter's version is in the broken key: what is judged against it waits for that key.
+        sections = sections - {"karpenter"}
+    if ready("cluster") and (existing or ready("karpenter")):
+        problems.check(_check_kubernetes_version, config, today, existing)
     problems.errors.extend(_check_minimum_versions(config, ready))
-    if ready("cluster", "teams") and config.existing_cluster is None:
+    if ready("cluster", "teams") and not existing:
         problems.errors.extend(_principals_once(config))
     if ready("cluster"):
         problems.errors.extend(_nodes_reach_the_endpoint(config))
@@ -173,8 +192,8 @@ def check_references(config: StackConfig, catalog: Catalog, today: date, section
     for i, pool in enumerate(config.pools):
         pool_problems.check(_check_pool, config, catalog, i, pool)
     problems.errors.extend(pool_problems.errors)
-    if not pool_problems.errors and ready("teams", "existing_cluster") and config.existing_cluster is not None:
-        problems.errors.extend(_existing_gates(config))
+    if not pool_problems.errors and ready("teams") and running is not None:
+        problems.errors.extend(_existing_gates(config, running))
     if not pool_problems.errors and ready(*CHART_SECTIONS):
         problems.errors.extend(_check_chart_folder(config))
     if ready("teams"):
@@ -290,12 +309,10 @@ NEW_CLUSTER_KEYS = {
 EXISTING_KEY = f"{PROJECT}:existingCluster"
 
 
-def _check_cluster_mode(config: StackConfig, ready: Callable[..., bool]) -> list[ConfigError]:
-    """A new cluster needs its endpoint; an existing one refuses what only a new cluster (or an AWS resource the
-    stack would create) uses, states its Kubernetes minor, and has the gates the stack's objects need."""
-    if not ready("existing_cluster"):
-        return []
-    if config.existing_cluster is None:
+def _check_cluster_mode(config: StackConfig, ready: Callable[..., bool], existing: bool) -> list[ConfigError]:
+    """A new cluster needs its endpoint; beside an existing one, what only a new cluster (or an AWS resource the
+    stack would create) uses is refused, and its Kubernetes minor must be stated (its gates: _existing_gates)."""
+    if not existing:
         if ready("cluster") and config.cluster.endpoint is None:
             return [ConfigError(f"{PROJECT}:cluster.endpoint", "is required (who may reach the new cluster's API)")]
         return []
@@ -341,14 +358,14 @@ def _check_cluster_mode(config: StackConfig, ready: Callable[..., bool]) -> list
 
 def _given_keys(model: Any, fields: Mapping[str, str]) -> list[tuple[str, str]]:
     """(field, key as written) of each of `fields` the stack file sets on `model`."""
-    return [(name, model.model_fields[name].alias or name) for name in fields if name in model.model_fields_set]
+    declared = type(model).model_fields
+    return [(name, declared[name].alias or name) for name in fields if name in model.model_fields_set]
 
 
-def _existing_gates(config: StackConfig) -> list[ConfigError]:
+def _existing_gates(config: StackConfig, running: ExistingKarpenterConfig) -> list[ConfigError]:
     """The existing Karpenter reads the stack's NodeOverlays and CapacityBuffers only with their gates on: the gates
     the stack file states must be those the stack needs (`pulumi up` then checks the running Deployment)."""
-    assert config.existing_cluster is not None
-    stated = config.existing_cluster.karpenter.feature_gates.model_dump(by_alias=True)
+    stated = running.feature_gates.model_dump(by_alias=True)
     return [
         ConfigError(
             f"{EXISTING_KEY}.karpenter.featureGates.{key}",
@@ -371,13 +388,13 @@ def _check_chart_folder(config: StackConfig) -> list[ConfigError]:
     return [ConfigError(charts.FOLDER_KEY, problem) for problem in choice.problems]
 
 
-def _check_kubernetes_version(config: StackConfig, today: date) -> None:
+def _check_kubernetes_version(config: StackConfig, today: date, existing: bool) -> None:
     """A version past EKS standard support bills extended support or is upgraded by EKS: refused unless the
     stack opts into extended support (a cluster the stack creates; an existing cluster's owner decides); every
     minor needs a pinned kube-scheduler patch for HAMi."""
     cluster = config.cluster
     problem = None
-    if config.existing_cluster is None:
+    if not existing:
         problem = eks.support_problem(
             cluster.kubernetes_version,
             today,

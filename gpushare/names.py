@@ -5,6 +5,7 @@ Both sides import this module, so what the stack writes and what the policies ch
 
 from __future__ import annotations
 
+import re
 from typing import Final
 
 # Resources HAMi and its mock device plugin register (HAMi register.go; HAMi chart values
@@ -91,6 +92,11 @@ NVIDIA_PLUGIN_CHART: Final = "nvidia-device-plugin"
 KUBE_PROMETHEUS_STACK_CHART: Final = "kube-prometheus-stack"
 DCGM_CHART: Final = "dcgm-exporter"
 WEBUI_CHART: Final = "hami-webui"
+# A chart archive as `helm package` and `helm pull` name it, <chart>-<version>.tgz (gpushare:charts.folder): chart
+# names hold dashes, versions start with a digit (semver, prerelease and build parts allowed).
+CHART_ARCHIVE: Final = re.compile(
+    r"(?P<chart>[a-z0-9][a-z0-9-]*?)-(?P<version>[0-9]+\.[0-9]+\.[0-9]+(?:[-+][0-9A-Za-z.+-]+)?)\.tgz"
+)
 # The NVIDIA chart's default node affinity (deployments/helm/nvidia-device-plugin/values.yaml, v0.18-v0.20)
 # admits a node by NFD labels this stack does not install, or by this label, which it sets on exclusive pools.
 NVIDIA_GPU_PRESENT_LABEL: Final = ("nvidia.com/gpu.present", "true")

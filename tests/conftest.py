@@ -1,4 +1,4 @@
-"""Shared fixtures: the shipped catalog and fresh copies of the dev and prod stack config."""
+"""Shared fixtures: the shipped catalog and fresh copies of the shipped stack configs (dev, prod, existing)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parent.parent
 # The day tests judge EKS support windows for, fixed so no test depends on the clock: the shipped stacks' 1.36 is
 # in standard support then, and more than 90 days from its end.
 PLAN_DATE = date(2026, 11, 26)
-_RAW = {stack: read_yaml(ROOT / f"Pulumi.{stack}.yaml")["config"] for stack in ("dev", "prod")}
+SHIPPED_STACKS = ("dev", "prod", "existing")
+_RAW = {stack: read_yaml(ROOT / f"Pulumi.{stack}.yaml")["config"] for stack in SHIPPED_STACKS}
 
 
 def raw_stack(stack: str) -> dict[str, Any]:
@@ -78,12 +79,12 @@ def run_plan(config_path: Path, out: Path, day: date = PLAN_DATE):
 
 @pytest.fixture(scope="session")
 def plans(tmp_path_factory) -> dict[str, dict[str, Any]]:
-    """The dev and prod offline plans, built once per session."""
+    """The offline plans of the shipped stacks, built once per session."""
     import json
 
     out = tmp_path_factory.mktemp("plans")
     result = {}
-    for stack in ("dev", "prod"):
+    for stack in SHIPPED_STACKS:
         completed = run_plan(ROOT / f"Pulumi.{stack}.yaml", out)
         assert completed.returncode == 0, completed.stderr
         result[stack] = json.loads((out / stack / "plan.json").read_text())

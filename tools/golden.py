@@ -1,4 +1,5 @@
-"""Rewrite the golden files: the manifests/ and helm/ folders `make plan` writes for each shipped stack.
+"""Rewrite the golden files: the manifests/ and helm/ folders `make plan` writes for each shipped stack
+(dev, prod, and existing for the existing-cluster mode).
 
 They come from the offline plan the program really produces (the stack run under Pulumi's mocks), so a
 change anywhere between the stack file and a component shows up here. Run `make golden` after a deliberate
@@ -16,7 +17,7 @@ from tools.plan import build_plan, read_stack_file, write_plan
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden"
-STACKS = ("dev", "prod")
+STACKS = ("dev", "prod", "existing")
 PLAN_FOLDERS = ("manifests", "helm")
 
 

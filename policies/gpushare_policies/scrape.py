@@ -90,6 +90,23 @@ def chart_services(view: StackView) -> list[ChartService]:
                 ("http-metrics", "https-webhook"),
             )
         )
+    existing = view.existing_cluster()
+    if existing is not None and not view.releases(names.KARPENTER_CHART):
+        # The existing cluster's Karpenter, installed by its chart as release `deployment` (the Deployment and the
+        # Service are named after the release).
+        services.append(
+            ChartService(
+                existing,
+                "Karpenter controller",
+                str(existing.get("karpenter", "namespace")),
+                {
+                    "app.kubernetes.io/name": names.KARPENTER_CHART,
+                    "app.kubernetes.io/instance": str(existing.get("karpenter", "deployment")),
+                    "app.kubernetes.io/managed-by": "Helm",
+                },
+                ("http-metrics", "https-webhook"),
+            )
+        )
     for release in view.releases(names.WEBUI_CHART):
         services.append(
             ChartService(

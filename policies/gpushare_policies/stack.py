@@ -45,6 +45,9 @@ EKS_COMPONENT = "eks:index:Cluster"
 EKS_CLUSTER = "aws:eks/cluster:Cluster"
 EKS_MANAGED_NODE_GROUP = "eks:index:ManagedNodeGroup"  # pulumi-eks component: its inputs offline
 EKS_NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"  # its child in a real preview
+# gpushare's component for a cluster it does not own: its inputs state the cluster's Kubernetes minor and the
+# Karpenter running there (gpushare/existing.py stated_karpenter).
+EXISTING_CLUSTER = "gpushare:index:ExistingCluster"
 
 
 def plain(value: Any) -> Any:
@@ -149,6 +152,22 @@ class StackView:
     def eks_clusters(self) -> list[Resource]:
         return self.of_type(EKS_CLUSTER) or self.of_type(EKS_COMPONENT)
 
+    def existing_cluster(self) -> Resource | None:
+        """The component stating an existing cluster the stack installs onto, if it does."""
+        found = self.of_type(EXISTING_CLUSTER)
+        return found[0] if found else None
+
+    def kubernetes_version(self) -> tuple[Any, str] | None:
+        """The cluster's Kubernetes minor and what holds it: the EKS cluster the stack creates, or the minor the
+        stack states for an existing one; None when the stack holds neither."""
+        clusters = self.eks_clusters()
+        if clusters:
+            return clusters[0].get("version"), f"{clusters[0].label}'s version"
+        existing = self.existing_cluster()
+        if existing is not None:
+            return existing.get("kubernetesVersion"), f"{existing.label}'s kubernetesVersion"
+        return None
+
     @cached_property
     def _depends(self) -> dict[str, frozenset[str]]:
         closure: dict[str, frozenset[str]] = {}
@@ -174,8 +193,11 @@ class StackView:
 
 
 def chart_name(release: Resource) -> str:
-    """The chart of a Helm release: the last segment of its chart reference (`oci://.../karpenter` -> karpenter)."""
-    return str(release.get("chart")).rstrip("/").rsplit("/", 1)[-1]
+    """The chart of a Helm release: the last segment of its chart reference (`oci://.../karpenter` -> karpenter), or
+    of a chart archive's path without its version (`charts/hami-2.10.0.tgz` -> hami)."""
+    last = str(release.get("chart")).rstrip("/").rsplit("/", 1)[-1]
+    archive = names.CHART_ARCHIVE.fullmatch(last)
+    return archive["chart"] if archive else last
 
 
 def containers(daemonset: Resource) -> list[dict[str, Any]]:

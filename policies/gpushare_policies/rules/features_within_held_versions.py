@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpushare import names, versions
+from gpushare import versions
 
+from ..karpenter import running_karpenter
 from ..nvidia import NvidiaPlugin
 from ..prometheus import VOLUME_CLAIMS, kube_prometheus_stack
 from ..rule import Finding, Rule, finding
@@ -22,14 +23,13 @@ FIX = "upgrade what holds the version back, or do without the feature (the messa
 
 
 def _karpenter(view: StackView) -> tuple[str, str] | None:
-    release = view.release(names.KARPENTER_CHART)
-    return None if release is None else (str(release.get("version")), f"{release.label}'s version")
+    karpenter = running_karpenter(view)
+    return None if karpenter is None else (str(karpenter.version), karpenter.version_holder)
 
 
 def _kubernetes(view: StackView) -> tuple[str, str] | None:
-    clusters = view.eks_clusters()
-    version = clusters[0].get("version") if clusters else None
-    return None if not isinstance(version, str) else (version, f"{clusters[0].label}'s version")
+    held = view.kubernetes_version()
+    return None if held is None or not isinstance(held[0], str) else (held[0], held[1])
 
 
 def _used(view: StackView) -> Iterator[tuple[str, Resource, str, object, tuple[str, str] | None, str]]:
@@ -68,18 +68,18 @@ def check_versions(view: StackView, _config: None) -> Iterator[Finding]:
         problem = None if held is None else versions.too_old(feature, held[0], held[1], instead)
         if problem is not None:
             yield finding(resource, key, value, problem, FIX)
-    karpenter, kubernetes = view.release(names.KARPENTER_CHART), _kubernetes(view)
+    karpenter, kubernetes = running_karpenter(view), _kubernetes(view)
     if karpenter is None or kubernetes is None:
         return
     needed = versions.karpenter_for_kubernetes(kubernetes[0])
-    version = version_of(karpenter.get("version"))
+    version = version_of(karpenter.version)
     if needed is not None and version is not None and version < versions.parse_version(needed):
         yield finding(
-            karpenter,
-            "version",
-            karpenter.get("version"),
+            karpenter.resource,
+            karpenter.version_key,
+            karpenter.version,
             f"Karpenter's compatibility matrix needs {needed} or newer on Kubernetes {kubernetes[0]} ({kubernetes[1]})",
-            f"upgrade the {names.KARPENTER_CHART} and {names.KARPENTER_CRD_CHART} charts to {needed} or newer",
+            karpenter.upgrade(needed),
         )
 
 

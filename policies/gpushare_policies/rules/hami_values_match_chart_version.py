@@ -49,8 +49,8 @@ def check_hami_values(view: StackView, _config: None) -> Iterator[Finding]:
             "move the tag to scheduler.kubeScheduler.image.tag",
         )
     tag = (kube_scheduler.get("image") or {}).get("tag")
-    clusters = view.eks_clusters()
-    cluster_version = clusters[0].get("version") if clusters else None
+    held = view.kubernetes_version()
+    cluster_version = held[0] if held is not None else None
     if not tag or tag is UNKNOWN or cluster_version in (None, UNKNOWN):
         return
     minor = str(cluster_version)

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 from gpushare import karpenter_api, names, pins
 
+from ..karpenter import RunningKarpenter
 from ..rule import Finding, Rule, finding
 from ..stack import EC2_NODE_CLASS, NODE_POOL, Resource, StackView, sorted_by_name
 
@@ -21,14 +22,16 @@ def _number(release: Resource) -> str:
 
 def check(view: StackView, _config: None) -> Iterator[Finding]:
     controller, crds = view.release(names.KARPENTER_CHART), view.release(names.KARPENTER_CRD_CHART)
-    for release in (r for r in (controller, crds) if r is not None):
-        version = release.get("version")
-        problem = karpenter_api.chart_tag_problem(str(version))
+    existing = view.existing_cluster()
+    stated = [RunningKarpenter(existing, stated=True)] if existing is not None and controller is None else []
+    pieces = [RunningKarpenter(r, stated=False) for r in (controller, crds) if r is not None] + stated
+    for piece in pieces:
+        problem = karpenter_api.chart_tag_problem(str(piece.version))
         if problem is not None:
             yield finding(
-                release,
-                "version",
-                version,
+                piece.resource,
+                piece.version_key,
+                piece.version,
                 problem,
                 f"write it as {pins.chart_version(names.KARPENTER_CHART)}",
             )
@@ -54,6 +57,8 @@ def check(view: StackView, _config: None) -> Iterator[Finding]:
                 f"name one of: {', '.join(sorted(classes)) or 'none (add the gpu EC2NodeClass)'}",
             )
     cluster = controller.get("values", "settings", "clusterName") if controller is not None else None
+    if controller is None and existing is not None:
+        cluster = existing.get("clusterName")
     for node_class in sorted_by_name(classes.values()):
         tags = node_class.get("spec", "tags") or {}
         for key in sorted(k for k in tags if str(k).startswith(f"{karpenter_api.CLUSTER_OWNERSHIP_TAG_PREFIX}/")):

@@ -8,6 +8,7 @@ from pydantic import Field, field_validator
 
 from gpushare import compat, names
 
+from ..karpenter import running_karpenter
 from ..rule import Finding, Rule, RuleConfig, finding
 from ..stack import NODE_OVERLAY, StackView, version_of
 
@@ -29,19 +30,18 @@ class KarpenterVersionConfig(RuleConfig):
 
 
 def check_karpenter_version(view: StackView, config: KarpenterVersionConfig) -> Iterator[Finding]:
-    karpenter = view.release(names.KARPENTER_CHART)
+    karpenter = running_karpenter(view)
     if karpenter is None or not view.of_type(NODE_OVERLAY):
         return
-    version = version_of(karpenter.get("version"))
+    version = version_of(karpenter.version)
     if version is not None and version < compat.parse_version(config.minimum_version):
         yield finding(
-            karpenter,
-            "version",
-            karpenter.get("version"),
+            karpenter.resource,
+            karpenter.version_key,
+            karpenter.version,
             f"below {config.minimum_version}: 1.9.0 fixed overlay capacity weight precedence and 1.13.0 stopped one "
             "broken NodePool from blocking all provisioning",
-            f"upgrade the {names.KARPENTER_CHART} and {names.KARPENTER_CRD_CHART} charts to {config.minimum_version} "
-            "or newer",
+            karpenter.upgrade(config.minimum_version),
         )
 
 

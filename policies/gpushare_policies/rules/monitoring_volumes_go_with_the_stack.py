@@ -39,8 +39,8 @@ def check_volumes(view: StackView, _config: None) -> Iterator[Finding]:
                 "destroy` its EBS volume stays and bills; the stack sets Delete so the volume goes with the release",
                 f'set it to "{DELETE}" (whenScaled may stay Retain)',
             )
-    if not claiming:
-        return
+    if not claiming or view.existing_cluster() is not None:
+        return  # an existing cluster's driver is its owner's (docs/existing-cluster.md): destroy never removes it
     drivers = [a for a in view.of_type(ADDON) if a.get("addonName") == EBS_CSI_DRIVER_ADDON]
     if not any(view.depends_on(release, driver) for driver in drivers):
         yield finding_about(
@@ -59,7 +59,7 @@ RULE = Rule(
     order=71,
     description="Every volume kube-prometheus-stack claims (Prometheus, Alertmanager) has "
     "persistentVolumeClaimRetentionPolicy.whenDeleted Delete, and the release depends on the aws-ebs-csi-driver "
-    "EKS add-on.",
+    "EKS add-on (the stack's own; an existing cluster brings its driver).",
     why="Both are set on purpose for destroy: a retained claim, or a driver removed before the release, leaves the "
     "EBS volume billing after `pulumi destroy`; without the driver the claim never binds.",
     remediation="Keep the values and the dependency gpushare renders (render/monitoring.py, __main__.py).",
