@@ -40,10 +40,11 @@ bench: $(VENV)/.installed ## print how long rendering, planning and checking tak
 rules-test: $(VENV)/.installed ## promtool check/test the GPU alerts, parse every dashboard query (needs Go)
 	$(PY) -m tools.rules_test
 
-e2e: $(VENV)/.installed ## offline cluster: real kube-apiserver, Karpenter and KWOK run the stack (needs Go)
+e2e: $(VENV)/.installed ## offline cluster: real kube-apiserver, Karpenter and KWOK run the stack, then the engine phase on a fresh rig (needs Go)
 	$(PY) -m e2e
+	$(PY) -m e2e --engine
 
-engine: $(VENV)/.installed ## the real Pulumi engine on the offline cluster: up, preview, policy pack, change, destroy (needs Go; docs/engine.md)
+engine: $(VENV)/.installed ## only the engine phase of make e2e: pulumi up, preview, policy pack, a change, destroy (needs Go; docs/engine.md)
 	$(PY) -m e2e --engine
 
 simulate: $(VENV)/.installed ## a workload mix, or a day (a trace, or a pod list with MAPPING) per stack variant (RUNS=n each, SPEEDS=s,s), through the offline cluster

@@ -246,7 +246,9 @@ def rig_objects(plan: Plan, started: datetime) -> list[dict[str, Any]]:
 
 def contained(want: Any, have: Any, path: str = "") -> list[str]:
     """Where `have` (an object as the API server holds it) lacks or differs from `want` (as the plan shows it); what
-    the server adds (defaults, status) is not a difference."""
+    the server adds (defaults, status) is not a difference, nor a zero value it omits (`globalDefault: false`)."""
+    if have is None and want in (False, 0, "", [], {}):
+        return []
     if isinstance(want, Mapping):
         if not isinstance(have, Mapping):
             return [f"{path}: {have!r} instead of an object"]

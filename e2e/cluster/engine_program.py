@@ -11,8 +11,10 @@ to e2e.cluster.stack.for_rig, the same function the rig's own applier uses:
 - each scheduled disruption budget moves to a daily window starting 12 h after the rig started;
 - a NodeOverlay's NodePool requirement names the pools as the rig runs them.
 
-With RIG_OVERLAY_MEMORY_FACTOR set (the policy scenario's variant), every NodeOverlay promises that many times the GPU
-memory the plan gives it: more than HAMi registers, which the policy pack must refuse.
+The policy scenario previews with RIG_DEVIATIONS=off: the pack judges the stack as the program declares it (it rightly
+refuses a NodePool on a KWOKNodeClass or an overlay naming a renamed pool); a preview changes nothing in the cluster.
+With RIG_OVERLAY_MEMORY_FACTOR set (its variant), every NodeOverlay promises that many times the GPU memory the plan
+gives it: more than HAMi registers, which the pack must refuse.
 """
 
 from __future__ import annotations
@@ -30,13 +32,15 @@ from tests.conftest import PLAN_DATE
 
 STARTED_ENV = "RIG_STARTED"
 OVERLAY_MEMORY_FACTOR_ENV = "RIG_OVERLAY_MEMORY_FACTOR"
+DEVIATIONS_ENV = "RIG_DEVIATIONS"
 CUSTOM_RESOURCE = "kubernetes:karpenter.sh/v1"
 OVERLAY_TYPE = "kubernetes:karpenter.sh/v1alpha1:NodeOverlay"
 
 
-def rig_object(props: dict[str, Any], started: datetime, memory_factor: int | None) -> dict[str, Any]:
-    """A CustomResource's inputs as the rig runs them (other kinds pass through for_rig unchanged)."""
-    shaped = for_rig(dict(props), started)
+def rig_object(props: dict[str, Any], started: datetime | None, memory_factor: int | None) -> dict[str, Any]:
+    """A CustomResource's inputs as the rig that started at `started` runs them (None: as the program declares them),
+    with a NodeOverlay's GPU memory multiplied by `memory_factor`."""
+    shaped = for_rig(dict(props), started) if started is not None else dict(props)
     if memory_factor is not None and shaped.get("kind") == "NodeOverlay":
         capacity = shaped["spec"].get("capacity") or {}
         if names.GPU_MEMORY in capacity:
@@ -49,7 +53,7 @@ def rig_transform(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTransfor
     """NodePools and NodeOverlays as the rig runs them; every other resource untouched."""
     if args.type_ not in (f"{CUSTOM_RESOURCE}:NodePool", OVERLAY_TYPE):
         return None
-    started = datetime.fromisoformat(os.environ[STARTED_ENV])
+    started = datetime.fromisoformat(os.environ[STARTED_ENV]) if os.environ.get(DEVIATIONS_ENV) != "off" else None
     factor = os.environ.get(OVERLAY_MEMORY_FACTOR_ENV)
     props = rig_object(args.props, started, int(factor) if factor else None)
     return pulumi.ResourceTransformResult(props=props, opts=args.opts)

@@ -80,13 +80,13 @@ def versions() -> dict[str, str]:
     return found
 
 
-def _document(results: list[Result], elapsed_s: float, startup_s: float) -> dict[str, Any]:
+def _document(results: list[Result], elapsed_s: float, startup_s: float, deviations: tuple[str, ...]) -> dict[str, Any]:
     return {
         "passed": all(result.passed for result in results),
         "seconds": round(elapsed_s, 1),
         "startup_seconds": round(startup_s, 1),
         "versions": versions(),
-        "deviations": list(DEVIATIONS),
+        "deviations": list(deviations),
         "scenarios": [
             {
                 "name": r.name,
@@ -108,14 +108,14 @@ def _time(seconds: float, waited: dict[str, float]) -> str:
     return f"{seconds:.0f} s" + (f" ({parts})" if parts else "")
 
 
-def table(results: list[Result], elapsed_s: float) -> str:
+def table(results: list[Result], elapsed_s: float, where: str = "build/e2e/report.md") -> str:
     width = max((len(r.name) for r in results), default=8)
     lines = [f"{'scenario':<{width}}  result  time  summary", f"{'-' * width}  ------  ----  -------"]
     lines += [
         f"{r.name:<{width}}  {'PASS' if r.passed else 'FAIL':<6}  {r.seconds:>4.0f}  {r.summary}" for r in results
     ]
     passed = sum(r.passed for r in results)
-    lines.append(f"{passed}/{len(results)} scenarios passed in {elapsed_s:.0f} s; report: build/e2e/report.md")
+    lines.append(f"{passed}/{len(results)} scenarios passed in {elapsed_s:.0f} s; report: {where}")
     return "\n".join(lines)
 
 
@@ -142,8 +142,14 @@ def markdown(document: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write(directory: Path, results: list[Result], elapsed_s: float, startup_s: float) -> None:
+def write(
+    directory: Path,
+    results: list[Result],
+    elapsed_s: float,
+    startup_s: float,
+    deviations: tuple[str, ...] = DEVIATIONS,
+) -> None:
     directory.mkdir(parents=True, exist_ok=True)
-    document = _document(results, elapsed_s, startup_s)
+    document = _document(results, elapsed_s, startup_s, deviations)
     (directory / "report.json").write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
     (directory / "report.md").write_text(markdown(document))

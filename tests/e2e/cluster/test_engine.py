@@ -97,6 +97,9 @@ def test_the_overlay_variant_promises_more_memory_and_the_plain_run_does_not() -
     assert inflated["spec"]["capacity"][names.GPU_MEMORY] == "46056"
     assert inflated["spec"]["capacity"][names.GPU] == "10"
     assert plain["spec"]["requirements"][0]["values"] == inflated["spec"]["requirements"][0]["values"] != ["g5-shared"]
+    declared = rig_object(_overlay(), None, 2)
+    assert declared["spec"]["requirements"][0]["values"] == ["g5-shared"]
+    assert declared["spec"]["capacity"][names.GPU_MEMORY] == "46056"
 
 
 def test_server_defaults_are_no_difference_but_a_changed_value_is() -> None:
@@ -106,6 +109,8 @@ def test_server_defaults_are_no_difference_but_a_changed_value_is() -> None:
     have["spec"]["hard"]["nvidia.com/gpu"] = "3"
     assert contained(want, have) == [".spec.hard.nvidia.com/gpu: '3' instead of '4'"]
     assert contained({"spec": {"list": [1, 2]}}, {"spec": {"list": [1]}})
+    assert contained({"globalDefault": False}, {}) == []
+    assert contained({"globalDefault": True}, {})
 
 
 def test_changed_objects_are_those_whose_manifests_differ() -> None:
