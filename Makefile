@@ -7,7 +7,7 @@ CONFIG ?= Pulumi.$(STACK).yaml
 POLICY_CONFIG ?=
 POLICY_FLAG = $(if $(POLICY_CONFIG),--policy-config $(POLICY_CONFIG))
 
-.PHONY: help test unit lint plan check diff golden docs bench rules-test admission-test e2e simulate pack clean
+.PHONY: help test unit lint plan check diff golden docs bench rules-test admission-test e2e engine simulate pack clean
 # A bare `make` lists the targets.
 .DEFAULT_GOAL := help
 
@@ -53,8 +53,12 @@ bench: $(VENV)/.installed ## print how long rendering, planning, checking and th
 rules-test: $(VENV)/.installed ## promtool check/test the GPU alerts, parse every dashboard query (needs Go)
 	$(PY) -m tools.rules_test
 
-e2e: $(VENV)/.installed ## offline cluster: real kube-apiserver, Karpenter and KWOK run the stack (needs Go)
+e2e: $(VENV)/.installed ## offline cluster: real kube-apiserver, Karpenter and KWOK run the stack, then the engine phase on a fresh rig (needs Go)
 	$(PY) -m e2e
+	$(PY) -m e2e --engine
+
+engine: $(VENV)/.installed ## only the engine phase of make e2e: pulumi up, preview, policy pack, a change, destroy (needs Go; docs/engine.md)
+	$(PY) -m e2e --engine
 
 simulate: $(VENV)/.installed ## a workload mix, or a day (a trace, or a pod list with MAPPING) per stack variant (RUNS=n each, SPEEDS=s,s), through the offline cluster
 	@test -n "$(WORKLOAD)" || { echo "usage: make simulate WORKLOAD=examples/workloads/inference-day.yaml [RUNS=3] [SPEEDS=20,60] | WORKLOAD=pods.csv MAPPING=mapping.yaml" >&2; exit 2; }

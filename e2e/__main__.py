@@ -1,6 +1,7 @@
 """`make e2e` and `make simulate`: build the rig's binaries (network: the Go module proxy), then run offline.
 
     python -m e2e [--scenario NAME ...]
+    python -m e2e --engine                      (the engine phase: docs/engine.md)
     python -m e2e --simulate FILE [--runs N] [--speeds S,S]
     python -m e2e --simulate PODS --mapping FILE [--runs N] [--speeds S,S]
 

@@ -31,6 +31,7 @@ from e2e.simulator.report import plot, run_stem
 from e2e.simulator.trace import BASELINE, Demand, trace_variant_plan
 from e2e.suites import report
 from e2e.suites.base import Result
+from e2e.suites.engine import run_engine
 from e2e.suites.runner import (
     RUNNING_STACK,
     SCENARIOS,
@@ -66,11 +67,16 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         metavar="S,S",
         help="with a day: run it at each of these secondsPerHour (the speed check), instead of the file's own",
     )
+    parser.add_argument(
+        "--engine", action="store_true", help="run the engine phase instead: pulumi up .. destroy (make engine)"
+    )
     parser.add_argument("--variant", default=BASELINE, help=argparse.SUPPRESS)
     parser.add_argument("--run", type=int, default=1, help=argparse.SUPPRESS)
     parser.add_argument("--speed", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--bin-dir", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.engine and (args.simulate is not None or args.scenario):
+        parser.error("--engine runs the engine phase alone: drop --scenario and --simulate")
     if args.simulate is not None and args.scenario:
         parser.error("--simulate runs a workload, not scenarios: drop --scenario")
     if args.runs < 1:
@@ -116,6 +122,9 @@ def run(args: argparse.Namespace) -> int:
     simulation: dict | None = None
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
     work = Path(tempfile.mkdtemp(prefix="gpushare-e2e-"))
+    if args.engine:
+        signal.signal(signal.SIGTERM, _interrupt)
+        return run_engine(args.bin_dir, work)
     started = time.monotonic()
     plans = {stack: plan_of(stack, stack_file(stack), work) for stack in ("dev", "prod")}
     tenants = ()

@@ -9,11 +9,18 @@ the Go module proxy reachable here refuses both (403). Where it does, the build 
 from the directory named by GPUSHARE_UPSTREAM_SOURCES, checks each archive's sha256 against the pin below, unpacks it
 into the cache (never into the clone) and points a `replace` at it in a copy of the go.mod kept beside the unpacked
 source (`go build -modfile`); the module itself is never edited and the source never patched.
+
+The Pulumi engine's parts (the engine phase) build the same way: the CLI from e2e/cluster/tools/pulumi with the Python
+language host, whose module the proxy refuses too (its archive also holds the exec shim the host starts, copied beside
+it), and the pulumi-kubernetes provider from e2e/cluster/tools/pulumi-kubernetes. The provider's main package embeds
+files its module zip lacks: the build copies that module from the Go module cache into the cache, runs upstream's
+generator there (GeneratedModule) and builds through a `replace` onto the copy.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -43,6 +50,8 @@ class UpstreamSource:
     sha256: str
     folder: str
     required_by: str
+    # The module's folder inside the unpacked archive, when it is not the archive's top folder.
+    module_dir: str = ""
 
 
 # HAMi v2.10.0 (commit 4707fb02c91c) has no /v2 module path, so it is required as its commit's pseudo-version.
@@ -65,6 +74,47 @@ UPSTREAM_SOURCES = (
         "mock-device-plugin-1.0.1",
         "mock",
     ),
+    # The language host's module has a /v3 path but no tag of its own: required as its commit's pseudo-version.
+    UpstreamSource(
+        "github.com/pulumi/pulumi/sdk/python/cmd/pulumi-language-python/v3",
+        "v3.0.0-20260821191800-1b5949891b3c",
+        "commit 1b5949891b3c",
+        "pulumi-language-python-1b5949891b3c.tar.gz",
+        "5eeb6380be777ede85116d6de81625ae745d355c4e9d50de57c2507d5ccd4de6",
+        "pulumi-language-python-1b5949891b3c",
+        "pulumi",
+        "sdk/python/cmd/pulumi-language-python",
+    ),
+)
+PULUMI_VERSION = "v3.274.1"
+PULUMI_KUBERNETES_VERSION = "4.25.0"
+
+
+@dataclass(frozen=True)
+class GeneratedModule:
+    """A module whose main package embeds files upstream's `go generate` writes and its module zip lacks: copied
+    from the Go module cache into the cache, the generator run in the copy, the copy `replace`d in."""
+
+    module: str
+    version: str
+    tag: str
+    # The generator's folder inside the module, its file and the environment it reads.
+    package_dir: str
+    generator: str
+    environment: tuple[tuple[str, str], ...]
+    required_by: str
+
+
+GENERATED_MODULES = (
+    GeneratedModule(
+        "github.com/pulumi/pulumi-kubernetes/provider/v4",
+        "v4.0.0-20260115033456-f47bc2d6f199",
+        f"v{PULUMI_KUBERNETES_VERSION}",
+        "cmd/pulumi-resource-kubernetes",
+        "generate.go",
+        (("VERSION", PULUMI_KUBERNETES_VERSION),),
+        "pulumi-kubernetes",
+    ),
 )
 
 
@@ -78,6 +128,8 @@ class Binary:
     ldflags: str = ""
     # HAMi loads NVML through cgo (dlopen at run time; no GPU is needed to start).
     cgo: bool = False
+    # A script taken from the unpacked UpstreamSource of `package` (a module path) instead of built: its path there.
+    script: str = ""
 
 
 def _kubernetes_ldflags() -> str:
@@ -90,6 +142,11 @@ def _kubernetes_ldflags() -> str:
         "k8s.io/client-go/pkg/version.gitVersion": KUBERNETES_VERSION,
     }
     return " ".join(f"-X {key}={value}" for key, value in stamp.items())
+
+
+def _pulumi_ldflags() -> str:
+    """The CLI and the language host report this version (without it, an empty one)."""
+    return f"-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version={PULUMI_VERSION}"
 
 
 BINARIES: tuple[Binary, ...] = (
@@ -106,6 +163,25 @@ BINARIES: tuple[Binary, ...] = (
     Binary("hami-scheduler", "hami", "github.com/Project-HAMi/HAMi/cmd/scheduler", cgo=True),
     Binary("rig-gpu-node", "hami", "./gpunode", cgo=True),
     Binary("mock-device-plugin", "mock", "github.com/HAMi/mock-device-plugin/cmd/k8s-device-plugin", cgo=True),
+    Binary("pulumi", "pulumi", "github.com/pulumi/pulumi/pkg/v3/cmd/pulumi", _pulumi_ldflags()),
+    Binary(
+        "pulumi-language-python",
+        "pulumi",
+        "github.com/pulumi/pulumi/sdk/python/cmd/pulumi-language-python/v3",
+        _pulumi_ldflags(),
+    ),
+    Binary(
+        "pulumi-language-python-exec",
+        "pulumi",
+        "github.com/pulumi/pulumi/sdk/python/cmd/pulumi-language-python/v3",
+        script="../pulumi-language-python-exec",
+    ),
+    Binary(
+        "pulumi-resource-kubernetes",
+        "pulumi-kubernetes",
+        "github.com/pulumi/pulumi-kubernetes/provider/v4/cmd/pulumi-resource-kubernetes",
+        f"-X github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/version.Version={PULUMI_KUBERNETES_VERSION}",
+    ),
 )
 
 
@@ -154,8 +230,13 @@ def sources_of(module: str) -> tuple[UpstreamSource, ...]:
     return tuple(source for source in UPSTREAM_SOURCES if source.required_by == module)
 
 
+def generated_of(module: str) -> tuple[GeneratedModule, ...]:
+    """The GeneratedModules e2e/cluster/tools/<module>/go.mod requires."""
+    return tuple(generated for generated in GENERATED_MODULES if generated.required_by == module)
+
+
 def unpack_sources(sources: tuple[UpstreamSource, ...], directory: Path, into: Path) -> dict[str, Path]:
-    """Each source's archive from `directory`, sha256-checked, unpacked under `into` once; module -> folder."""
+    """Each source's archive from `directory`, sha256-checked, unpacked under `into` once; module -> its folder."""
     folders = {}
     for source in sources:
         archive = directory / source.archive
@@ -175,7 +256,53 @@ def unpack_sources(sources: tuple[UpstreamSource, ...], directory: Path, into: P
                 tar.extractall(partial, filter="data")
             (partial / source.folder).rename(folder)
             partial.rmdir()
-        folders[source.module] = folder
+        folders[source.module] = folder / source.module_dir
+    return folders
+
+
+def _module_dir(go: str, module: str, version: str, cwd: Path, env: dict[str, str], out: object) -> Path:
+    """Where the Go module cache holds `module@version` (downloaded, checked against go.sum, if it is not there)."""
+    result = subprocess.run(
+        [go, "mod", "download", "-json", f"{module}@{version}"], cwd=cwd, env=env, capture_output=True, text=True
+    )
+    print(result.stderr, file=out, flush=True)
+    if result.returncode != 0:
+        raise RigError(f"go mod download {module}@{version} failed (exit {result.returncode}): {result.stdout}")
+    return Path(json.loads(result.stdout)["Dir"])
+
+
+def generate_sources(
+    go: str, generated: tuple[GeneratedModule, ...], module: str, env: dict[str, str], out: object
+) -> dict[str, Path]:
+    """Each GeneratedModule copied from the Go module cache under the stage of `module` and its generator run there
+    once (with a plain copy of e2e/cluster/tools/<module>/go.mod, which requires what the generator imports);
+    module -> the copy."""
+    stage = module_cache(module) / "stage"
+    folders = {}
+    for each in generated:
+        folder = stage / "generated" / each.module.replace("/", "_")
+        if not folder.is_dir():
+            partial = folder.with_name(f".{folder.name}.partial")
+            shutil.rmtree(partial, ignore_errors=True)
+            shutil.copytree(_module_dir(go, each.module, each.version, TOOLS / module, env, out), partial)
+            # The module cache is read-only; the generator writes beside its inputs.
+            for path in (partial, *partial.rglob("*")):
+                path.chmod(path.stat().st_mode | 0o200)
+            plain = stage / f"{module}.generate.mod"
+            shutil.copyfile(TOOLS / module / "go.mod", plain)
+            shutil.copyfile(TOOLS / module / "go.sum", plain.with_suffix(".sum"))
+            print(f"  generating {each.module}/{each.package_dir} ({each.generator}) ...", file=sys.stderr, flush=True)
+            result = subprocess.run(
+                [go, "run", f"-modfile={plain}", each.generator],
+                cwd=partial / each.package_dir,
+                env={**env, **dict(each.environment)},
+                stdout=out,
+                stderr=out,
+            )
+            if result.returncode != 0:
+                raise RigError(f"go run {each.generator} of {each.module} failed (exit {result.returncode})")
+            partial.rename(folder)
+        folders[each.module] = folder
     return folders
 
 
@@ -190,32 +317,41 @@ def _proxy_serves(
     )
 
 
-def staged_modfile(go: str, module: str, env: dict[str, str], out: object) -> tuple[Path, str]:
+@dataclass(frozen=True)
+class Staged:
+    """A module's go.mod copy to build with, its -mod mode, and where each replaced module's source is."""
+
+    modfile: Path
+    mode: str
+    folders: dict[str, Path]
+
+
+def staged_modfile(go: str, module: str, env: dict[str, str], out: object) -> Staged:
     """A copy of e2e/cluster/tools/<module>/go.mod (and go.sum) in the cache, with a `replace` for each UpstreamSource
-    it requires, unpacked from GPUSHARE_UPSTREAM_SOURCES, and the -mod mode to build it with: readonly there; where
-    the proxy serves the modules, `mod`, so go records their sums in the copy, checked against the checksum
-    database."""
+    it requires, unpacked from GPUSHARE_UPSTREAM_SOURCES, and for each GeneratedModule, and the -mod mode to build it
+    with: readonly there; where the proxy serves the UpstreamSources, `mod`, so go records their sums in the copy,
+    checked against the checksum database."""
     sources = sources_of(module)
     stage = module_cache(module) / "stage"
     stage.mkdir(parents=True, exist_ok=True)
     modfile = stage / f"{module}.mod"
     shutil.copyfile(TOOLS / module / "go.sum", stage / f"{module}.sum")
-    text = (TOOLS / module / "go.mod").read_text()
+    folders = generate_sources(go, generated_of(module), module, env, out)
+    mode = "-mod=readonly"
     directory = os.environ.get(SOURCES_ENV)
     if directory:
-        folders = unpack_sources(sources, Path(directory).resolve(), stage / "src")
-        text += "".join(f"\nreplace {name} => {folder}\n" for name, folder in folders.items())
-        mode = "-mod=readonly"
-    elif _proxy_serves(go, sources, TOOLS / module, env, out):
+        folders |= unpack_sources(sources, Path(directory).resolve(), stage / "src")
+    elif sources and _proxy_serves(go, sources, TOOLS / module, env, out):
         mode = "-mod=mod"
-    else:
+    elif sources:
         listed = ", ".join(f"{source.module} {source.version}" for source in sources)
         raise RigError(
             f"the Go module proxy refuses {listed}; set {SOURCES_ENV} to a directory holding "
             + " and ".join(f"{source.archive} (sha256 {source.sha256})" for source in sources)
         )
-    modfile.write_text(text)
-    return modfile, mode
+    text = (TOOLS / module / "go.mod").read_text()
+    modfile.write_text(text + "".join(f"\nreplace {name} => {folder}\n" for name, folder in folders.items()))
+    return Staged(modfile, mode, folders)
 
 
 def build(log: Path) -> Path:
@@ -251,22 +387,26 @@ def _build(missing: list[Binary], log: Path) -> None:
     }
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("a") as out:
-        modfiles = {
+        staged = {
             module: staged_modfile(go, module, env, out)
             for module in {binary.module for binary in missing}
-            if sources_of(module)
+            if sources_of(module) or generated_of(module)
         }
         for binary in missing:
-            started = time.monotonic()
-            print(f"  building {binary.name} ({binary.package}) ...", file=sys.stderr, flush=True)
             target = module_cache(binary.module) / "bin"
             target.mkdir(parents=True, exist_ok=True)
             partial = target / f".{binary.name}.partial"
+            if binary.script:
+                _take_script(binary, staged[binary.module], partial)
+                partial.rename(target / binary.name)
+                continue
+            started = time.monotonic()
+            print(f"  building {binary.name} ({binary.package}) ...", file=sys.stderr, flush=True)
             command = [go, "build", "-trimpath", "-ldflags", f"-s -w {binary.ldflags}".strip(), "-o", str(partial)]
             flags = env["GOFLAGS"]
-            if binary.module in modfiles:
-                modfile, flags = modfiles[binary.module]
-                command.append(f"-modfile={modfile}")
+            if binary.module in staged:
+                flags = staged[binary.module].mode
+                command.append(f"-modfile={staged[binary.module].modfile}")
             result = subprocess.run(
                 [*command, binary.package],
                 cwd=TOOLS / binary.module,
@@ -278,4 +418,13 @@ def _build(missing: list[Binary], log: Path) -> None:
                 raise RigError(f"go build {binary.package} failed (exit {result.returncode}); see {log}")
             partial.rename(target / binary.name)
             print(f"  built {binary.name} in {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
-    return target
+
+
+def _take_script(binary: Binary, staged: Staged, partial: Path) -> None:
+    """Copy a script out of its UpstreamSource's unpacked archive (a module zip from the proxy would not hold it: the
+    language host's exec shim lies beside its module's folder)."""
+    folder = staged.folders.get(binary.package)
+    if folder is None:
+        raise RigError(f"{binary.name} comes only from its source archive: set {SOURCES_ENV} (see docs/engine.md)")
+    shutil.copyfile((folder / binary.script).resolve(), partial)
+    partial.chmod(0o755)

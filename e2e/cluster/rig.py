@@ -143,6 +143,8 @@ class Rig:
                 f"--service-account-signing-key-file={key}",
                 f"--token-auth-file={self.work_dir / 'tokens.csv'}",
                 "--authorization-mode=RBAC",
+                # As EKS: the NVIDIA device plugin chart's MPS control daemon is privileged.
+                "--allow-privileged=true",
             ],
         )
         timings["kube-apiserver"] = wait_for("kube-apiserver /readyz", self._api_ready, 120)

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from e2e.cluster.build import TOOLS, UPSTREAM_SOURCES
+from e2e.cluster.build import GENERATED_MODULES, TOOLS, UPSTREAM_SOURCES
 from e2e.suites.base import WAITED_ON, Result
 from gpushare import pins
 
@@ -59,17 +59,21 @@ UPSTREAM_MODULES = (
     "github.com/prometheus/prometheus",
     "github.com/Project-HAMi/HAMi",
     "github.com/HAMi/mock-device-plugin",
+    "github.com/pulumi/pulumi/pkg/v3",
+    "github.com/pulumi/pulumi/sdk/python/cmd/pulumi-language-python/v3",
+    "github.com/pulumi/pulumi-kubernetes/provider/v4",
 )
 
 
 def versions() -> dict[str, str]:
     """Each upstream module the rig builds, at the version its go.mod requires (a module required as a commit's
-    pseudo-version, because it has no /v2 path, by the release tag of that commit)."""
+    pseudo-version, because it has no /v2 path or tag of its own, by the release tag or commit of it). Direct
+    requirements only: the provider's module requires pulumi pkg/v3 indirectly at another version than the CLI."""
     text = "\n".join(go_mod.read_text() for go_mod in sorted(TOOLS.glob("*/go.mod")))
-    tags = {(source.module, source.version): source.tag for source in UPSTREAM_SOURCES}
+    tags = {(source.module, source.version): source.tag for source in (*UPSTREAM_SOURCES, *GENERATED_MODULES)}
     found = {}
     for module in UPSTREAM_MODULES:
-        match = re.search(rf"^\s*(?:require\s+)?{re.escape(module)} (v\S+)", text, re.M)
+        match = re.search(rf"^\s*(?:require\s+)?{re.escape(module)} (v\S+)$", text, re.M)
         if match:
             found[module] = tags.get((module, match.group(1)), match.group(1))
     return found
@@ -86,14 +90,14 @@ def karpenter_deviation(found: dict[str, str]) -> str:
     )
 
 
-def _document(results: list[Result], elapsed_s: float, startup_s: float) -> dict[str, Any]:
+def _document(results: list[Result], elapsed_s: float, startup_s: float, deviations: tuple[str, ...]) -> dict[str, Any]:
     found = versions()
     return {
         "passed": all(result.passed for result in results),
         "seconds": round(elapsed_s, 1),
         "startup_seconds": round(startup_s, 1),
         "versions": found,
-        "deviations": [*DEVIATIONS, karpenter_deviation(found)],
+        "deviations": [*deviations, karpenter_deviation(found)],
         "scenarios": [
             {
                 "name": r.name,
@@ -115,14 +119,14 @@ def _time(seconds: float, waited: dict[str, float]) -> str:
     return f"{seconds:.0f} s" + (f" ({parts})" if parts else "")
 
 
-def table(results: list[Result], elapsed_s: float) -> str:
+def table(results: list[Result], elapsed_s: float, where: str = "build/e2e/report.md") -> str:
     width = max((len(r.name) for r in results), default=8)
     lines = [f"{'scenario':<{width}}  result  time  summary", f"{'-' * width}  ------  ----  -------"]
     lines += [
         f"{r.name:<{width}}  {'PASS' if r.passed else 'FAIL':<6}  {r.seconds:>4.0f}  {r.summary}" for r in results
     ]
     passed = sum(r.passed for r in results)
-    lines.append(f"{passed}/{len(results)} scenarios passed in {elapsed_s:.0f} s; report: build/e2e/report.md")
+    lines.append(f"{passed}/{len(results)} scenarios passed in {elapsed_s:.0f} s; report: {where}")
     return "\n".join(lines)
 
 
@@ -149,8 +153,14 @@ def markdown(document: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write(directory: Path, results: list[Result], elapsed_s: float, startup_s: float) -> None:
+def write(
+    directory: Path,
+    results: list[Result],
+    elapsed_s: float,
+    startup_s: float,
+    deviations: tuple[str, ...] = DEVIATIONS,
+) -> None:
     directory.mkdir(parents=True, exist_ok=True)
-    document = _document(results, elapsed_s, startup_s)
+    document = _document(results, elapsed_s, startup_s, deviations)
     (directory / "report.json").write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
     (directory / "report.md").write_text(markdown(document))

@@ -197,3 +197,5 @@ def test_pull_request_workflow_runs_tests_plans_and_policy_preview():
     assert jobs["plan"]["strategy"]["matrix"]["stack"] == ["dev", "prod"] and "make plan STACK=" in runs["plan"]
     assert jobs["preview"]["strategy"]["matrix"]["stack"] == ["dev", "prod"]
     assert "pulumi preview --stack ${{ matrix.stack }} --policy-pack policies" in runs["preview"]
+    # The pack's virtualenv must exist before the preview, which otherwise waits forever (docs/engine.md).
+    assert runs["preview"].index("policies/venv") < runs["preview"].index("--policy-pack policies")
