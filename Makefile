@@ -44,7 +44,7 @@ diff: $(VENV)/.installed ## what a change to stack file A changes in the rendere
 golden: $(VENV)/.installed ## rewrite tests/golden/<stack>/{manifests,helm}/ from the offline plan of dev, prod and existing
 	$(PY) -m tools.golden
 
-docs: $(VENV)/.installed ## rewrite the generated README tables (config schema, catalog, policies)
+docs: $(VENV)/.installed ## rewrite the generated tables of docs/*.md and e2e/README.md (config schema, catalog, policies, scenarios)
 	$(PY) -m tools.docs
 
 bench: $(VENV)/.installed ## print how long rendering, planning, checking and the exact packing take, and the rig's wall time per simulated hour against pods (DAYS=50,150,250 runs such days first)

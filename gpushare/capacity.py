@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # the policy pack imports this module: it must not load the c
 @dataclass(frozen=True)
 class QuotaResource:
     """One resource a team's quota caps: its key under teams[].quota and what that key means (the config schema
-    and its README table are built from this), whether the key is in MiB (nodes register, pods request and quotas
+    and its docs table are built from this), whether the key is in MiB (nodes register, pods request and quotas
     count GPU memory in units of memoryFactor MiB), whether HAMi's own scheduler charges it too (its `limits.` key,
     HAMi 2.10 pkg/device/quota.go), and whether a team must state it."""
 
@@ -393,7 +393,7 @@ def team_quota_hard(config: StackConfig, team: TeamConfig) -> dict[str, int]:
 
 def vgpu_requests(gpu_units: int) -> dict[str, dict[str, int]]:
     """The ways a container takes a vGPU on a HAMi pool, each with the least it counts against each ResourceQuota key
-    (README "Team GPU quotas: what is charged"): stating GPU memory (one unit); stating cores only, which HAMi charges
+    (docs/sharing.md "Team GPU quotas"): stating GPU memory (one unit); stating cores only, which HAMi charges
     a whole GPU's memory for (`defaultMemory: 0`); neither, a whole vGPU, to which HAMi's webhook adds gpucores: 100
     (HAMi 2.10 pkg/device/nvidia/device.go defaultExclusiveCoreIfNeeded). `gpu_units` is the memory of the smallest
     GPU the team's HAMi pools have, in registered units."""

@@ -449,7 +449,7 @@ class KarpenterConfig(_Model):
         default=pins.chart_version(names.KARPENTER_CHART),
         alias="chartVersion",
         description=f"Karpenter and karpenter-crd chart version; {versions.feature('node-overlay').minimum} or newer "
-        "(NodeOverlay), and at least what the cluster's Kubernetes minor needs (README: Minimum versions)",
+        "(NodeOverlay), and at least what the cluster's Kubernetes minor needs (docs/configuration.md)",
     )
     ami_version: str = Field(
         default="latest",
@@ -844,7 +844,7 @@ class TeamConfig(_Model):
     )
     headroom: HeadroomConfig | None = Field(
         default=None,
-        description='Warm GPU capacity Karpenter keeps ready for the team\'s pods (README "Warm GPU headroom")',
+        description="Warm GPU capacity Karpenter keeps ready for the team's pods (docs/headroom.md)",
     )
 
     # A pool listed twice would count twice toward what the team's quota may ask.

@@ -1,4 +1,5 @@
-"""The priority tiers the stack gives teams, and what each tier promises (README "Team scheduling and priorities").
+"""The priority tiers the stack gives teams, and what each tier promises (docs/sharing.md,
+"Team scheduling and priorities").
 
 The renderer creates one PriorityClass per tier from this table (render/tenancy.py), and the policy pack holds the
 plan's PriorityClasses to the same promises (rule `priority-tiers-keep-their-promise`) with `tier_problems`.
@@ -27,7 +28,7 @@ class Tier:
     name: str
     value: int
     preemption_policy: str
-    promise: str  # what the README promises of pods in this tier
+    promise: str  # what docs/sharing.md promises of pods in this tier
 
 
 # Highest first. Values spaced tenfold, far below system-cluster-critical (2000000000) and above 0, the priority of
@@ -60,7 +61,7 @@ def tier_problems(classes: Mapping[str, tuple[Any, Any]]) -> list[tuple[str, str
                     tier.name,
                     "preemptionPolicy",
                     preemption,
-                    f"the README promises that {tier.promise}",
+                    f"docs/sharing.md promises that {tier.promise}",
                     tier.preemption_policy,
                 )
             )
@@ -100,7 +101,7 @@ def tier_problems(classes: Mapping[str, tuple[Any, Any]]) -> list[tuple[str, str
                     + (
                         "the two tiers have one priority, so neither preempts the other"
                         if value == above_value
-                        else f"{tier.name} pods would preempt {above} pods, the order the README promises reversed"
+                        else f"{tier.name} pods would preempt {above} pods, the order docs/sharing.md promises reversed"
                     ),
                     f"below {above_value}",
                 )

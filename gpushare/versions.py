@@ -1,5 +1,5 @@
 """The oldest version of each component that has a feature the stack renders, read from
-gpushare/minimum-versions.yaml: config validation, the policy pack and the README's table all read this one table.
+gpushare/minimum-versions.yaml: config validation, the policy pack and the docs' table all read this one table.
 
 A fact module, below compat.py (which takes its version thresholds from here).
 """
@@ -18,7 +18,7 @@ from gpushare.wording import Wording
 
 MINIMUM_VERSIONS_PATH = Path(__file__).with_name("minimum-versions.yaml")
 Component = Literal["karpenter", "hami", "nvidia-device-plugin", "kubernetes"]
-# How messages and the README name each component's version.
+# How messages and the docs name each component's version.
 COMPONENT_NAMES: Final = {
     "karpenter": "Karpenter",
     "hami": "HAMi chart",

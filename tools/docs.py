@@ -1,7 +1,9 @@
-"""README tables generated from the code: `make docs` rewrites them in place between their markers.
+"""Documentation tables generated from the code: `make docs` rewrites them in place between their markers, in
+whichever page (README.md, docs/*.md, e2e/README.md) `TABLES` says holds each.
 
 The config table walks the pydantic schema (so a field added anywhere appears without editing this file),
-the catalog table reads the shipped catalog, the policy table reads the pack's registry.
+the catalog table reads the shipped catalog, the policy table reads the pack's registry, the scenario table the
+scenarios `make e2e` runs.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import re
 import sys
 import types
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import annotated_types
@@ -20,6 +23,7 @@ from pydantic_core import PydanticUndefined
 
 from e2e.simulator.replay import Mapping, PodLine
 from e2e.simulator.trace import Trace
+from e2e.suites.runner import SCENARIOS
 from gpushare import images, versions
 from gpushare.catalog import load_catalog
 from gpushare.config import PATTERN_RULES, PROJECT, StackConfig
@@ -28,11 +32,9 @@ from gpushare.hami import SharingProfile, node_capacity, smallest_memory_factor
 from gpushare.paths import PROJECT_ROOT
 from policies.gpushare_policies.registry import RULES
 
-README = PROJECT_ROOT / "README.md"
-
 
 class DocsError(UserError):
-    """README.md lacks a marker pair the generator fills."""
+    """A page lacks a marker pair the generator fills."""
 
 
 def _cell(text: str) -> str:
@@ -96,7 +98,7 @@ _BOUNDS: tuple[tuple[type, str, str], ...] = (
 
 
 def constraints_text(field: FieldInfo) -> str:
-    """Bounds, lengths and patterns pydantic enforces on the field, as the README states them (a stack key's pattern
+    """Bounds, lengths and patterns pydantic enforces on the field, as the docs state them (a stack key's pattern
     in the words its error message uses)."""
     parts = []
     for item in field.metadata:
@@ -152,7 +154,7 @@ def config_table() -> str:
 
 
 def model_table(model: type[BaseModel], prefix: str = "") -> str:
-    """Every key of a model's schema (nested models flattened), as the README's key tables show them."""
+    """Every key of a model's schema (nested models flattened), as the docs' key tables show them."""
     lines = ["| key | type | default | allowed | meaning |", "|---|---|---|---|---|"]
     for name, field in model.model_fields.items():
         for key, kind, default, allowed, meaning in field_rows(prefix + (field.alias or name), field):
@@ -239,41 +241,66 @@ def image_homes_table() -> str:
     return "\n".join(lines)
 
 
-TABLES: dict[str, Callable[[], str]] = {
-    "config-table": config_table,
-    "catalog-table": catalog_table,
-    "trace-table": trace_table,
-    "replay-table": replay_table,
-    "policy-table": policy_table,
-    "policy-config-table": policy_config_table,
-    "minimum-versions-table": minimum_versions_table,
-    "image-homes-table": image_homes_table,
+def scenario_table() -> str:
+    """Every scenario of `make e2e` with its suite and what it shows (`Scenario.shows`); scenarios of one suite
+    showing the same thing share a row."""
+    rows: list[tuple[str, list[str], str]] = []
+    for scenario in SCENARIOS.values():
+        suite = scenario.run.__module__.rsplit(".", 1)[-1] + ".py"
+        if rows and rows[-1][0] == suite and rows[-1][2] == scenario.shows:
+            rows[-1][1].append(scenario.name)
+        else:
+            rows.append((suite, [scenario.name], scenario.shows))
+    lines = ["| suite (`e2e/suites/`) | scenario | what it shows |", "|---|---|---|"]
+    for suite, names, shows in rows:
+        lines.append(f"| `{suite}` | {', '.join(f'`{name}`' for name in names)} | {_cell(shows)} |")
+    return "\n".join(lines)
+
+
+# Each generated table: the page (relative to the project root) that holds its markers, and what renders it.
+TABLES: dict[str, tuple[str, Callable[[], str]]] = {
+    "config-table": ("docs/configuration.md", config_table),
+    "minimum-versions-table": ("docs/configuration.md", minimum_versions_table),
+    "catalog-table": ("docs/catalog.md", catalog_table),
+    "policy-table": ("docs/policies.md", policy_table),
+    "policy-config-table": ("docs/policies.md", policy_config_table),
+    "image-homes-table": ("docs/registries.md", image_homes_table),
+    "scenario-table": ("e2e/README.md", scenario_table),
+    "trace-table": ("e2e/README.md", trace_table),
+    "replay-table": ("e2e/README.md", replay_table),
 }
 
 
-def update_readme(text: str) -> str:
-    """The README with every generated table replaced by its current content."""
-    for name, render in TABLES.items():
+def pages() -> list[str]:
+    """The pages holding generated tables, in the order TABLES first names them."""
+    return list(dict.fromkeys(page for page, _ in TABLES.values()))
+
+
+def update_page(page: str, text: str) -> str:
+    """The page's text with every generated table it holds replaced by its current content."""
+    for name, (home, render) in TABLES.items():
+        if home != page:
+            continue
         block = re.compile(rf"(<!-- BEGIN {name} -->\n).*?(<!-- END {name} -->)", re.DOTALL)
         if not block.search(text):
-            raise DocsError(f"README.md: no <!-- BEGIN {name} --> ... <!-- END {name} --> markers")
+            raise DocsError(f"{page}: no <!-- BEGIN {name} --> ... <!-- END {name} --> markers")
         table = render()
         text = block.sub(lambda match, table=table: f"{match[1]}{table}\n{match[2]}", text)
     return text
 
 
-def main() -> int:
+def main(root: Path = PROJECT_ROOT) -> int:
+    """Rewrite every page whose tables are stale; a page without its markers is named and nothing is written."""
     try:
-        current = README.read_text()
-        updated = update_readme(current)
+        current = {page: (root / page).read_text() for page in pages()}
+        updated = {page: update_page(page, text) for page, text in current.items()}
     except UserError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    if updated != current:
-        README.write_text(updated)
-        print("rewrote the generated tables in README.md")
-    else:
-        print("README.md tables are current")
+    stale = [page for page in current if updated[page] != current[page]]
+    for page in stale:
+        (root / page).write_text(updated[page])
+    print(f"rewrote the generated tables in {', '.join(stale)}" if stale else "the generated tables are current")
     return 0
 
 

@@ -634,7 +634,7 @@ def trace_problems(raw: Any, config: dict[str, Any] | None) -> list[str]:
     the parts that are valid on their own (a bad key never hides another), and with the stack's `config` map each
     group's team, pool and what its pool can hold, and each variant judged against the trace's own groups."""
     if not isinstance(raw, dict):
-        return [f"(top level): a trace is a map of keys (see README: A day of GPU demand), got {_kind(raw)}"]
+        return [f"(top level): a trace is a map of keys (see e2e/README.md: A day of GPU demand), got {_kind(raw)}"]
     lines: dict[str, str] = {}
     try:
         Trace.model_validate(raw)

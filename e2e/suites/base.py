@@ -57,6 +57,8 @@ class Scenario:
     before_stack: bool = False
     # Changes what every scenario sees (restarts Karpenter): runs with no other.
     alone: bool = False
+    # What it shows, one sentence for e2e/README.md's scenario table (`make docs` writes the table from it).
+    shows: str = field(default="", kw_only=True)
 
 
 @dataclass

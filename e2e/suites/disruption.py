@@ -83,4 +83,17 @@ def disruption_budget(ctx: Context) -> Result:
     )
 
 
-SCENARIOS = (Scenario("disruption-budget", disruption_budget, (SEED_TEAM,)),)
+SCENARIOS = (
+    Scenario(
+        "disruption-budget",
+        disruption_budget,
+        (SEED_TEAM,),
+        shows=(
+            "a `nodes: 0` budget whose window covers now keeps an empty node (Karpenter says `No allowed "
+            "disruptions for disruption reason Empty due to blocking budget` on the NodePool, and its "
+            "`karpenter_nodepools_allowed_disruptions` for Empty is 0), and the same budget with its window away "
+            "from now lets Karpenter consolidate it; both windows are computed from the clock, so this holds at "
+            "any hour"
+        ),
+    ),
+)

@@ -240,5 +240,18 @@ SCENARIOS = (
         (HEADROOM_TEAM,),
         without=("CapacityBuffer",),
         team_keys={HEADROOM_TEAM: TEAM_KEYS},
+        shows=(
+            "the stack's warm headroom with the real Karpenter core (gate `CapacityBuffer`, which the plan turns "
+            "on because the scenario's copy of `inference` asks for headroom: two pods of 5120 MiB and 33% of a "
+            "T4): two real pods of that shape wait for a node without it; with the CapacityBuffer applied "
+            "Karpenter keeps a Ready node and no real pod is pending, the two then bind at once, placed by HAMi "
+            "on that node (they ask HAMi to binpack nodes: the team's spread would send the second to the refill "
+            "node when it is up first), and the buffer refills on a new node; deleted, consolidation takes the "
+            "spare nodes back. A buffer whose shape fragments a 4-GPU node (6000 MiB on a `g4dn.12xlarge`; the "
+            "team copy's GPU memory quota admits all ten): Karpenter keeps one node for ten pods (it may first "
+            "launch a second, which it consolidates once the first registered its vGPUs), HAMi places eight real "
+            "ones there (two per GPU) and not the other two (they wait, or run on a node launched later); the "
+            "stack's config refuses that headroom, naming the even shape that fits"
+        ),
     ),
 )

@@ -314,7 +314,7 @@ def karpenter_hami_disagree(ctx: Context) -> Result:
         fits = ctx.catalog.instance_type(MULTI_GPU_TYPE).gpu_count * (gpu_mib // FRAGMENT_MIB)
         placed_one_by_one(ctx, fragmented, fits)
         # HAMi may place pods before Karpenter counts the node initialized, and until then Karpenter sizes it by its
-        # launch capacity, without the overlay's vGPUs (README "Warm GPU headroom"), and launches another for the
+        # launch capacity, without the overlay's vGPUs (docs/headroom.md), and launches another for the
         # rest: the disagreement shows once Karpenter sees the node as it registered.
         wait(
             ctx,
@@ -388,6 +388,33 @@ def karpenter_hami_disagree(ctx: Context) -> Result:
 
 
 SCENARIOS = (
-    Scenario("seed-003-policies", seed_003_policies, (WIDE_TEAM,)),
-    Scenario("karpenter-hami-disagree", karpenter_hami_disagree, (WIDE_TEAM,)),
+    Scenario(
+        "seed-003-policies",
+        seed_003_policies,
+        (WIDE_TEAM,),
+        shows=(
+            "seed 003 with HAMi placing, on two 4-GPU nodes (the `g5-shared` pool rendered with `g5.12xlarge` for"
+            " this scenario): four one-vGPU pods per node x GPU binpack/spread combination land as each policy "
+            "means (binpack: one node, one GPU; spread: both nodes, a GPU per pod), read from each pod's own "
+            "annotations; then pods without annotations in a team whose `schedulerPolicy` (spread/binpack) the "
+            "admission policies set are placed by that policy"
+        ),
+    ),
+    Scenario(
+        "karpenter-hami-disagree",
+        karpenter_hami_disagree,
+        (WIDE_TEAM,),
+        shows=(
+            "every way the stack lets Karpenter's summed view of a node and HAMi's per-GPU placement disagree. "
+            "Without the team's per-GPU admission bound (its binding removed for the part): a container asking 2 "
+            "vGPUs on one-GPU nodes and one asking more memory than one GPU of a 4-GPU `g5.12xlarge` holds; "
+            "Karpenter launches nodes for them, HAMi never places them, `HamiPodUnplaced` fires. With the bound "
+            "both are refused at admission, naming the limit. Fragmentation, which no admission rule can see: on "
+            "4-GPU nodes, pods that fit one per GPU; once Karpenter counts the node initialized (HAMi can place "
+            "pods sooner, and Karpenter sizes a node coming up by its launch capacity), it counts room for more "
+            "and launches nothing, the rest stay Pending, HAMi's own metrics show the memory free in sum but not "
+            "on one GPU, and `HamiPodUnplaced` fires. The same pods on the stack's one-GPU pool all run (pool "
+            "design)"
+        ),
+    ),
 )

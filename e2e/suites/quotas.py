@@ -27,7 +27,7 @@ SEED_TEAM = "inference"
 WIDE_TEAM = "ml-research"
 
 
-# A container's GPU asks in each request style (README "Team GPU quotas: what is charged"): what Kubernetes' quota
+# A container's GPU asks in each request style (docs/sharing.md "Team GPU quotas"): what Kubernetes' quota
 # counts of it and what HAMi 2.10's own quota charges differ, and each budget must hold at its real figure.
 STYLES: dict[str, dict[str, str]] = {
     "percentage": {names.GPU: "1", names.GPU_MEMORY_PERCENTAGE: "50", names.GPU_CORES: "10"},
@@ -266,7 +266,7 @@ def _policies_changed_by(plan: Plan, variant: Plan) -> tuple[list[dict[str, Any]
 
 def _whole_gpu_pod(name: str, namespace: str, pool: str) -> dict[str, Any]:
     """A pod asking one whole GPU on an exclusive pool; `hami.io/webhook: ignore` keeps HAMi's webhook off it, as
-    the README tells teams that mix pool kinds."""
+    docs/sharing.md tells teams that mix pool kinds."""
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -390,7 +390,42 @@ def priorities(ctx: Context) -> Result:
 
 
 SCENARIOS = (
-    Scenario("quota", quota_budgets, (SEED_TEAM,)),
-    Scenario("quota-burst", quota_burst, (SEED_TEAM,)),
-    Scenario("priorities", priorities, (WIDE_TEAM, SEED_TEAM)),
+    Scenario(
+        "quota",
+        quota_budgets,
+        (SEED_TEAM,),
+        shows=(
+            "the team's budgets refuse at their real figures: a pod asking one vGPU more than the quota (one per "
+            "container, each within the per-GPU limit) is refused by the API server; the 30720 MiB memory budget "
+            "holds for every request style, pods added one at a time until one is refused: three of 8192 MiB run "
+            "(the fourth refused by Kubernetes' quota at admission), four of 50% of a T4 (the fifth refused by "
+            "HAMi's scheduler, `ResourceQuotaNotFit`), two whole T4s (the third refused by HAMi's webhook at "
+            "admission), two asking cores without memory, which HAMi gives a whole GPU's (the third refused by "
+            "HAMi's scheduler); every charge returns when the pods are deleted (HAMi's "
+            "`hami_resource_quota_used`)"
+        ),
+    ),
+    Scenario(
+        "quota-burst",
+        quota_burst,
+        (SEED_TEAM,),
+        shows=(
+            "HAMi 2.10's charge does not drift: eight pods of 50% of a T4 at once against a budget of four, four "
+            "placed, the rest refused by HAMi's scheduler again and again (three times each), and HAMi's charge "
+            "stays at 30720 MiB (2.8.3 charged a pod again on every re-filter); deleted, it returns to none; the "
+            "same four again are charged the same"
+        ),
+    ),
+    Scenario(
+        "priorities",
+        priorities,
+        (WIDE_TEAM, SEED_TEAM),
+        shows=(
+            "a critical team's pod arrives on the HAMi pool it shares with a batch team, filled to its NodePool "
+            "limit: kube-scheduler cannot preempt for it (HAMi's extender has no preempt verb and its resources "
+            "are `ignoredByScheduler`, HAMi #1878), so it fails three scheduling cycles, stays Pending and no "
+            "batch pod is touched; on an exclusive pool (rendered for this scenario) the batch pod is preempted "
+            "and the critical pod runs"
+        ),
+    ),
 )

@@ -250,8 +250,46 @@ def resource_not_registered(ctx: Context) -> Result:
 
 
 SCENARIOS = (
-    Scenario("hami-registration", hami_registration),
-    Scenario("no-overlays", no_overlays, (SEED_TEAM,), without=("NodeOverlay",)),
-    Scenario("gate-off", gate_off, (SEED_TEAM,), alone=True),
-    Scenario("resource-not-registered", resource_not_registered, (SEED_TEAM,)),
+    Scenario(
+        "hami-registration",
+        hami_registration,
+        shows=(
+            "a node of every instance type of every HAMi pool of dev and prod, and of prod with a `p5.48xlarge` "
+            "HAMi pool at the smallest `memoryFactor` that fits the mock's ceiling (6: 8 x 81559 MiB register as "
+            "108745 units), registers, through the real mock device plugin reading the stack's device config and "
+            "the rig's device-plugin API, exactly what gpushare's capacity model plans and the pool's NodeOverlay"
+            " advertises: the overlay never promises more than the node registers"
+        ),
+    ),
+    Scenario(
+        "no-overlays",
+        no_overlays,
+        (SEED_TEAM,),
+        without=("NodeOverlay",),
+        shows=(
+            "without the pool's NodeOverlays (its copy is applied without them) the pod stays Pending and "
+            "Karpenter says `no instance type has enough resources`"
+        ),
+    ),
+    Scenario(
+        "gate-off",
+        gate_off,
+        (SEED_TEAM,),
+        alone=True,
+        shows=(
+            "the negative control of the gate: the overlays in place but Karpenter restarted with "
+            "`NodeOverlay=false`, the pod stays Pending with the same message; Karpenter then runs with the "
+            "stack's gates again (run with the gate on, this scenario fails: checked when it was written)"
+        ),
+    ),
+    Scenario(
+        "resource-not-registered",
+        resource_not_registered,
+        (SEED_TEAM,),
+        shows=(
+            "when no device plugin registers HAMi's resources the NodeClaim stays `Initialized=Unknown` "
+            "(`ResourceNotRegistered`), `GpuNodeClaimNotInitialized` fires, and it is never consolidated, even "
+            "empty; once the plugin runs it initializes and goes"
+        ),
+    ),
 )

@@ -32,7 +32,7 @@ SCENARIOS: dict[str, Scenario] = {
 # Scenarios sharing the cluster at once. Most of a scenario's time is spent waiting on controllers' timers, not
 # computing; more than this at once on two cores slows the controllers the scenarios wait on.
 CONCURRENCY = 4
-# The longest scenarios as this machine measured them (README "Offline cluster"), started first when no report of an
+# The longest scenarios as this machine measured them (docs/results.md), started first when no report of an
 # earlier run says otherwise: a fresh clone, as CI runs, would otherwise start them last and wait for them alone.
 MEASURED_LONGEST = (
     "karpenter-hami-disagree",

@@ -124,4 +124,17 @@ def time_slicing(ctx: Context) -> Result:
     )
 
 
-SCENARIOS = (Scenario("time-slicing", time_slicing, (WIDE_TEAM,)),)
+SCENARIOS = (
+    Scenario(
+        "time-slicing",
+        time_slicing,
+        (WIDE_TEAM,),
+        shows=(
+            "four pods asking one `nvidia.com/gpu.shared` each: Karpenter launches one 1-GPU node of the "
+            "time-sliced pool, which registers 4 replicas (the NVIDIA plugin's time-slicing config, not the "
+            "overlay) and no whole GPU; all four run on it, never handed to HAMi's scheduler; the quota counts "
+            "`requests.nvidia.com/gpu.shared`; a fifth pod takes a second node; a pod asking 2 replicas is "
+            "refused by the team's per-GPU policy; all consolidated after scale-down"
+        ),
+    ),
+)

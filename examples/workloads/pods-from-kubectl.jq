@@ -1,4 +1,4 @@
-# The GPU pods of `kubectl get pods -A -o json` as make simulate's pod list (JSON lines, README "Replay a cluster's
+# The GPU pods of `kubectl get pods -A -o json` as make simulate's pod list (JSON lines, e2e/README.md "Replay a cluster's
 # own day"): one line per pod asking nvidia.com/gpu or nvidia.com/gpu.shared, from its first such container.
 #   kubectl get pods -A -o json | jq -c -f examples/workloads/pods-from-kubectl.jq > pods.jsonl
 # A running pod has no deletion time (it lives to the replayed day's end); a finished one ends when its last

@@ -38,7 +38,7 @@ KSM_GPU_RESOURCES: Final = f"{KSM_GPU_RESOURCE}|{ksm_resource(names.GPU_SHARED)}
 
 @dataclass(frozen=True)
 class Alert:
-    """One alert and the runbook line the README carries for it."""
+    """One alert and the runbook line docs/monitoring.md carries for it."""
 
     name: str
     expr: str
@@ -160,7 +160,7 @@ def headroom_alerts(config: StackConfig) -> list[Alert]:
 
 
 def alerts(config: StackConfig) -> list[Alert]:
-    """The GPU alerts, thresholds from config; README "Seeing your GPUs" has a runbook line for each."""
+    """The GPU alerts, thresholds from config; docs/monitoring.md has a runbook line for each."""
     t = config.monitoring.alerts
     scheduler_job, monitor_job = hami_jobs(config)
     idle = (

@@ -58,7 +58,7 @@ class Rule:
     """One policy; `rules/<name with _>.py` exports it as RULE and the registry orders the pack by `order`."""
 
     name: str
-    order: int  # its place in the pack: evaluation order and the README policy table; unique
+    order: int  # its place in the pack: evaluation order and the policy table of docs/policies.md; unique
     description: str  # what is checked (one sentence)
     why: str  # the failure it prevents
     remediation: str  # how to fix a violation

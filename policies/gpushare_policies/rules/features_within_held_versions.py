@@ -94,7 +94,7 @@ RULE = Rule(
     why="A stack that holds a component back with chartVersion while its objects use a newer feature fails at "
     "`pulumi up` (the CRD or API server refuses the object) or, worse, is accepted and ignored.",
     remediation="Raise the held-back version (gpushare:*.chartVersion, gpushare:cluster.kubernetesVersion), or drop "
-    "the feature; the README's Minimum versions table lists each.",
+    "the feature; docs/configuration.md's Minimum versions table lists each.",
     enforcement="mandatory",
     severity="high",
     check=check_versions,

@@ -106,7 +106,7 @@ RULE = Rule(
     why="An overlay promising 24000 MiB on a GPU that registers 23028 launches nodes for pods that never fit; "
     f"above {MOCK_MAX_UNITS_PER_RESOURCE} units the kubelet registers 0.",
     remediation="Set the overlay capacity to what the node registers (gpushare renders it from gpushare/catalog.yaml); "
-    "for types above the ceiling raise memoryFactor to the README catalog table's figure, or use exclusive pools.",
+    "for types above the ceiling raise memoryFactor to the figure of docs/catalog.md's table, or use exclusive pools.",
     enforcement="mandatory",
     severity="critical",
     check=check_capacity,

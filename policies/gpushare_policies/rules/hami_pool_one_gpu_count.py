@@ -34,7 +34,7 @@ RULE = Rule(
     description="Every HAMi NodePool's instance types have the same GPU count.",
     why="Mixing 1-GPU and 4-GPU types lets Karpenter count a node's summed GPU memory that HAMi cannot hand to one "
     "pod: Karpenter buys the 4-GPU node first, fits fewer pods than planned, and launches more.",
-    remediation="One HAMi pool per GPU count (see the README's pool-design advice).",
+    remediation="One HAMi pool per GPU count (see docs/sharing.md, Where Karpenter and HAMi can disagree).",
     enforcement="advisory",
     severity="low",
     check=check_one_gpu_count,

@@ -48,7 +48,7 @@ RULE = Rule(
     why="Priority tiers preempt only on exclusive and time-sliced pools: on a HAMi pool kube-scheduler sees none "
     "of HAMi's resources, so a critical pod never evicts a batch pod and waits for a new node instead.",
     remediation="Give critical teams their own HAMi pool, or headroom in the shared pool's maxGpus (see the "
-    "README's Team scheduling and priorities).",
+    "docs/sharing.md, Team scheduling and priorities).",
     enforcement="advisory",
     severity="low",
     check=check_one_tier,

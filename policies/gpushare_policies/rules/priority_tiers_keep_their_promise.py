@@ -1,4 +1,4 @@
-"""The stack's PriorityClasses keep what the README promises of each tier (gpushare/tiers.py): critical above
+"""The stack's PriorityClasses keep what docs/sharing.md promises of each tier (gpushare/tiers.py): critical above
 standard above batch, each value one the API server accepts and above the 0 of pods without a class, and only
 batch never preempting."""
 

@@ -1,4 +1,4 @@
-"""The GPU alerts and dashboard: every alert has promtool fixtures and a README runbook line, every metric a source."""
+"""The GPU alerts and dashboard: every alert has promtool fixtures and a documented runbook, every metric a source."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from gpushare.loader import load_stack_config
 from gpushare.render import alerts
 from tests.conftest import PLAN_DATE, ROOT
 
-README = (ROOT / "README.md").read_text()
+MONITORING_DOC = (ROOT / "docs" / "monitoring.md").read_text()
 
 
-def test_every_alert_has_promtool_fixtures_and_a_readme_runbook_line(prod):
+def test_every_alert_has_promtool_fixtures_and_a_documented_runbook_line(prod):
     fixtures = yaml.safe_load(alerts.RULES_TEST_PATH.read_text())
     tested = {case["alertname"] for test in fixtures["tests"] for case in test.get("alert_rule_test", [])}
     fired = {
@@ -24,9 +24,9 @@ def test_every_alert_has_promtool_fixtures_and_a_readme_runbook_line(prod):
     rules = {alert.name: alert for alert in alerts.alerts(prod)}
     assert tested == fired == set(rules)
     for alert in rules.values():
-        row = next((line for line in README.splitlines() if line.startswith(f"| `{alert.name}`")), None)
-        assert row is not None, f"README 'Seeing your GPUs' lacks {alert.name}"
-        assert row.endswith(f"| {alert.runbook} |"), f"README runbook for {alert.name} differs from the rule"
+        row = next((line for line in MONITORING_DOC.splitlines() if line.startswith(f"| `{alert.name}`")), None)
+        assert row is not None, f"docs/monitoring.md lacks {alert.name}"
+        assert row.endswith(f"| {alert.runbook} |"), f"docs/monitoring.md: {alert.name} runbook differs from the rule"
 
 
 def test_metric_catalog_names_a_source_for_every_component():

@@ -19,7 +19,7 @@ from tests.conftest import PLAN_DATE, ROOT, raw_stack
 from tests.test_main import by_type, one, urn
 
 HELM = "kubernetes:helm.sh/v3:Release"
-README = (ROOT / "README.md").read_text()
+MONITORING_DOC = (ROOT / "docs" / "monitoring.md").read_text()
 
 
 def test_off_by_default_and_in_dev_on_in_prod(dev, prod):
@@ -160,7 +160,7 @@ def test_dashboard_is_a_sidecar_configmap_with_every_panel_documented(prod):
     assert len({p["id"] for p in dashboard["panels"]}) == len(dashboard["panels"]) == len(alerts.panels(prod))
     for panel in dashboard["panels"]:
         assert panel["targets"] and all(t["expr"] for t in panel["targets"])
-        assert f"| {panel['title']} |" in README, f"README 'Seeing your GPUs' lacks panel {panel['title']!r}"
+        assert f"| {panel['title']} |" in MONITORING_DOC, f"docs/monitoring.md lacks panel {panel['title']!r}"
 
 
 def test_monitoring_is_wired_after_the_cluster_and_scraped_releases(plans):

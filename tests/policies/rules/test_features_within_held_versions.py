@@ -1,5 +1,5 @@
 """Changes that break `features-within-held-versions`: a feature newer than the Karpenter, NVIDIA plugin or
-Kubernetes version the stack runs, each caught with the fix; the table the rule, config and README read holds
+Kubernetes version the stack runs, each caught with the fix; the table the rule, config and docs read holds
 what upstream says."""
 
 from __future__ import annotations
