@@ -27,10 +27,11 @@ import yaml
 from e2e.cluster.engine_program import STARTED_ENV
 from e2e.cluster.errors import RigError
 from e2e.cluster.kubectl import Kubectl, KubectlError
-from e2e.cluster.stack import ROOT, Plan, for_rig, plan_of
+from e2e.cluster.stack import Plan, for_rig, plan_of
 from gpushare import names
+from gpushare.paths import PROJECT_ROOT
 
-ENGINE_DIR = ROOT / "build" / "engine"
+ENGINE_DIR = PROJECT_ROOT / "build" / "engine"
 CHARTS_ENV = "GPUSHARE_CHART_ARCHIVES"
 STACK = "rig"
 # The file backend holds one run's state under build/: the passphrase guards nothing secret.
@@ -179,7 +180,8 @@ class Engine:
         }
         (self.project / "Pulumi.yaml").write_text(yaml.safe_dump(project))
         (self.project / "__main__.py").write_text(
-            f"import sys\nsys.path.insert(0, {str(ROOT)!r})\nfrom e2e.cluster.engine_program import run\n\nrun()\n"
+            f"import sys\nsys.path.insert(0, {str(PROJECT_ROOT)!r})\n"
+            "from e2e.cluster.engine_program import run\n\nrun()\n"
         )
         self.must("login", f"file://{self.directory / 'state'}")
         self.must("stack", "init", STACK)

@@ -26,9 +26,10 @@ from typing import Any
 
 import pulumi
 
-from e2e.cluster.stack import ROOT, for_rig
+from e2e.cluster.stack import for_rig
 from gpushare import names
-from tests.conftest import PLAN_DATE
+from gpushare.eks import FIXED_PLAN_DAY
+from gpushare.paths import PROJECT_ROOT
 
 STARTED_ENV = "RIG_STARTED"
 OVERLAY_MEMORY_FACTOR_ENV = "RIG_OVERLAY_MEMORY_FACTOR"
@@ -60,6 +61,8 @@ def rig_transform(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTransfor
 
 
 def run() -> None:
-    """The project's program, judged for the golden plans' day as the offline plan is (its PLAN_DATE hook)."""
+    """The project's program, judged for the golden plans' day as the offline plan is (its OFFLINE_TODAY hook)."""
     pulumi.runtime.register_resource_transform(rig_transform)
-    runpy.run_path(str(ROOT / "__main__.py"), init_globals={"PLAN_DATE": PLAN_DATE}, run_name="__main__")
+    runpy.run_path(
+        str(PROJECT_ROOT / "__main__.py"), init_globals={"OFFLINE_TODAY": FIXED_PLAN_DAY}, run_name="__main__"
+    )

@@ -46,14 +46,15 @@ from e2e.cluster.errors import RigError
 from e2e.cluster.instance_types import kwok_instance_types
 from e2e.cluster.kubectl import Kubectl, KubectlError
 from e2e.cluster.rig import KUBELET_STARTED, Rig, wait_for
-from e2e.cluster.stack import KWOK_NODE_CLASS, ROOT, Plan, feature_gates, for_rig, plan_of, stack_file
+from e2e.cluster.stack import KWOK_NODE_CLASS, Plan, feature_gates, for_rig, plan_of, stack_file
 from e2e.cluster.start import _apply_crds, _has_default_sa, say
 from e2e.suites import report
 from e2e.suites.base import Result
 from gpushare import names
 from gpushare.catalog import load_catalog
+from gpushare.paths import PROJECT_ROOT
 
-POLICY_PACK = ROOT / "policies"
+POLICY_PACK = PROJECT_ROOT / "policies"
 # The policy the variant breaks: its NodeOverlays promise more GPU memory than HAMi registers.
 OVERLAY_MEMORY_POLICY = "hami-overlay-capacity-matches"
 # The Karpenter Deployment the existing-cluster mode reads (components/existing.py), and a refresh's update line.
