@@ -29,7 +29,7 @@ from gpushare.config import StackConfig
 from gpushare.costs import HELM_TYPE
 from gpushare.errors import UserError
 from gpushare.loader import load_stack_config
-from gpushare.render.stack import object_id
+from gpushare.render.releases import object_id
 from gpushare.render.yamlio import dump
 from gpushare.stackfile import read_stack_file
 from tools.check import EXIT_MANDATORY, add_date_option, check, policy_config_for, report
