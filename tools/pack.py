@@ -23,12 +23,10 @@ from e2e.simulator.hami_rules import placement_problems
 from e2e.simulator.mix import TRACE_KEYS, Workload, pod_shapes, pool_kinds, workload_problems
 from e2e.simulator.packing import NodeType, PodShape, best_packing
 from gpushare.catalog import load_catalog
-from gpushare.errors import UserError
+from gpushare.errors import EXIT_BAD_INPUT, UserError
 from gpushare.files import read_yaml
 from gpushare.paths import PROJECT_ROOT
 from gpushare.stackfile import read_stack_file
-
-EXIT_BAD_INPUT = 2
 
 
 def load(path: Path, stack: str | None) -> tuple[Workload, dict[str, Any]]:
