@@ -1,7 +1,7 @@
-"""The variants of a day: copies of the stack with pool or team keys changed, run against the same demand for a
-side-by-side comparison with the stack itself (`BASELINE`). A variant is refused when it cannot show anything on
-the day (it changes pools or teams no group uses, or sets values the stack already has) or takes a group's pool
-away or its room.
+"""The variants of a day (each a `Variant` of e2e.simulator.demand): copies of the stack with pool or team keys
+changed, run against the same demand for a side-by-side comparison with the stack itself (`BASELINE`). A variant is
+refused when it cannot show anything on the day (it changes pools or teams no group uses, or sets values the stack
+already has), takes a group's pool away from its team, or leaves a group no node that holds it.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from e2e.simulator.demand import PodRequests, Variant
 from e2e.simulator.group_checks import group_problems, named_entries, stack_config
 from gpushare.config import StackConfig
 
-BASELINE = "stack"
+BASELINE = "stack"  # the stack itself in a comparison: no variant takes the name
 
 
 def _leaves(change: dict[str, Any], path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], Any]]:
