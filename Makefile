@@ -51,7 +51,7 @@ bench: $(VENV)/.installed ## print how long rendering, planning, checking and th
 	$(PY) -m tools.bench $(if $(DAYS),--days $(DAYS))
 
 rules-test: $(VENV)/.installed ## promtool check/test the GPU alerts, parse every dashboard query (needs Go)
-	$(PY) -m tools.rules_test
+	$(PY) -m tools.rules_check
 
 e2e: $(VENV)/.installed ## offline cluster: real kube-apiserver, Karpenter and KWOK run the stack, then the engine phase on a fresh rig (needs Go)
 	$(PY) -m e2e
@@ -69,7 +69,7 @@ pack: $(VENV)/.installed ## the cheapest nodes for a fixed mix, proven by CP-SAT
 	$(PY) -m tools.pack --workload $(WORKLOAD) $(if $(filter command line environment,$(origin STACK)),--stack $(STACK))
 
 admission-test: $(VENV)/.installed ## run the team admission policies on sample pods with kube-apiserver's CEL code (needs Go)
-	$(PY) -m tools.admission_test
+	$(PY) -m tools.admission_check
 
 clean: ## remove build/ (the offline plans)
 	rm -rf build

@@ -32,7 +32,7 @@ from gpushare.render.hami import mock_device_plugin_objects
 from gpushare.render.headroom import headroom_objects
 from gpushare.render.karpenter import ec2_node_class, node_overlays, node_pool, node_pool_delete_timeout
 from gpushare.render.monitoring import monitoring_objects, monitoring_releases
-from gpushare.render.stack import helm_releases, located
+from gpushare.render.releases import helm_releases, located
 from gpushare.render.tenancy import priority_classes, team_objects
 
 # The day EKS support windows are judged for: today for `pulumi up`; an offline run passes the day it plans for as

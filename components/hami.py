@@ -10,7 +10,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.kube import declare_all, helm_release
-from gpushare.render.stack import HelmRelease
+from gpushare.render.releases import HelmRelease
 
 
 @dataclass(frozen=True)

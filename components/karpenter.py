@@ -21,7 +21,7 @@ from gpushare.aws_names import (
     node_role_name,
 )
 from gpushare.render import iam
-from gpushare.render.stack import HelmRelease
+from gpushare.render.releases import HelmRelease
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from gpushare.render.stack import object_id
+from gpushare.render.releases import object_id
 
 # Core kinds use their typed classes (type tokens like kubernetes:core/v1:Namespace); anything else is a
 # CustomResource, whose token is kubernetes:<apiVersion>:<kind>.
@@ -61,7 +61,7 @@ def declare_all(
 def helm_release(
     release: Any, parent: pulumi.Resource, provider: pulumi.ProviderResource, depends_on: Sequence[pulumi.Resource]
 ) -> k8s.helm.v3.Release:
-    """A Helm release from a rendered gpushare.render.stack.HelmRelease (values stay visible to policies)."""
+    """A Helm release from a rendered gpushare.render.releases.HelmRelease (values stay visible to policies)."""
     return k8s.helm.v3.Release(
         release.name,
         name=release.name,

@@ -15,7 +15,7 @@ import pulumi_kubernetes as k8s
 
 from components.kube import declare, helm_release
 from gpushare import names
-from gpushare.render.stack import HelmRelease
+from gpushare.render.releases import HelmRelease
 
 
 @dataclass(frozen=True)

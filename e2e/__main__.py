@@ -27,8 +27,9 @@ from e2e.cluster.build import build
 from e2e.cluster.errors import RigError
 from e2e.run import REPORT_DIR, RUNS_DIR, parse_args
 from e2e.simulator import report as day_report
+from e2e.simulator.demand import Demand
 from e2e.simulator.mix import Workload, load_simulation
-from e2e.simulator.trace import BASELINE, Demand, trace_variant_plan
+from e2e.simulator.variants import BASELINE, trace_variant_plan
 from gpushare.errors import UserError
 
 

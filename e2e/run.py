@@ -23,12 +23,13 @@ from e2e.cluster.stack import plan_of, stack_file
 from e2e.cluster.start import Cluster, say
 from e2e.cluster.tenants import with_tenants
 from e2e.simulator.day import Day
+from e2e.simulator.demand import Demand
 from e2e.simulator.figures import run_document
 from e2e.simulator.mix import Workload, load_simulation, simulate
 from e2e.simulator.mix import table as simulation_table
 from e2e.simulator.oracle import Pools, day_bounds
 from e2e.simulator.report import plot, run_stem
-from e2e.simulator.trace import BASELINE, Demand, trace_variant_plan
+from e2e.simulator.variants import BASELINE, trace_variant_plan
 from e2e.suites import report
 from e2e.suites.base import Result
 from e2e.suites.engine import run_engine

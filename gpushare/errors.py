@@ -9,6 +9,10 @@ from pydantic import ValidationError
 
 from gpushare.wording import Wording
 
+# Every command's exit code for input the user got wrong (a UserError): nothing written. 1 means a mandatory policy
+# violation and nothing else.
+EXIT_BAD_INPUT = 2
+
 
 class UserError(Exception):
     """A mistake in input the user controls (config, catalog, plan file); shown without a traceback."""

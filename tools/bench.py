@@ -32,7 +32,7 @@ from gpushare.catalog import load_catalog
 from gpushare.config import StackConfig
 from gpushare.loader import load_stack_config
 from gpushare.paths import PROJECT_ROOT
-from gpushare.render.stack import helm_releases
+from gpushare.render.releases import helm_releases
 from gpushare.stackfile import read_stack_file
 from policies.gpushare_policies.registry import evaluate
 from policies.gpushare_policies.stack import (

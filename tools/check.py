@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from gpushare.errors import UserError, key_path
+from gpushare.errors import EXIT_BAD_INPUT, UserError, key_path
 from gpushare.files import read_json
 from gpushare.paths import PROJECT_ROOT
 from gpushare.wording import Wording
@@ -25,7 +25,6 @@ from policies.gpushare_policies.stack import from_plan
 
 POLICY_CONFIG_DIR = PROJECT_ROOT / "policies" / "config"
 EXIT_MANDATORY = 1
-EXIT_BAD_INPUT = 2
 
 
 class PlanResource(BaseModel):

@@ -17,9 +17,9 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from gpushare.errors import UserError
+from gpushare.errors import EXIT_BAD_INPUT, UserError
 from tools.check import add_date_option
-from tools.plan import EXIT_BAD_INPUT, HELM_TYPE, build_plan, read_stack_file, stack_name
+from tools.plan import HELM_TYPE, build_plan, read_stack_file, stack_name
 from tools.summary import SUMMARY_FILE, stack_summary
 
 # A changed value is shown up to this many characters each side.

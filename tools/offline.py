@@ -139,16 +139,16 @@ def _kubeconfig(cluster: str, region: str) -> dict[str, Any]:
     }
 
 
-def plain(value: Any) -> Any:
+def wire_to_json(value: Any) -> Any:
     """Wire-format value -> JSON data: secrets shown as [secret], resource references as their URN."""
     if isinstance(value, dict):
         if value.get(_SIG) == _SECRET_SIG:
             return "[secret]"
         if value.get(_SIG) == _RESOURCE_SIG:
             return value.get("urn")
-        return {key: plain(item) for key, item in value.items()}
+        return {key: wire_to_json(item) for key, item in value.items()}
     if isinstance(value, list):
-        return [plain(item) for item in value]
+        return [wire_to_json(item) for item in value]
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if value == _UNKNOWN:
@@ -170,7 +170,7 @@ class RecordingMonitor(mocks.MockMonitor):
         urn = self.make_urn(request.parent, request.type, request.name)
         if request.type == "pulumi:pulumi:Stack":
             return resource_pb2.RegisterResourceResponse(urn=urn)
-        inputs = plain(json_format.MessageToDict(request.object))
+        inputs = wire_to_json(json_format.MessageToDict(request.object))
         self.recorded.append(
             {
                 "urn": urn,

@@ -18,17 +18,15 @@ from pathlib import Path
 from typing import Any
 
 from e2e.simulator.exact import INFEASIBLE, UNKNOWN, Limit, exact_packing
+from e2e.simulator.group_checks import stack_config
 from e2e.simulator.hami_rules import placement_problems
 from e2e.simulator.mix import TRACE_KEYS, Workload, pod_shapes, pool_kinds, workload_problems
 from e2e.simulator.packing import NodeType, PodShape, best_packing
-from e2e.simulator.trace import stack_config
 from gpushare.catalog import load_catalog
-from gpushare.errors import UserError
+from gpushare.errors import EXIT_BAD_INPUT, UserError
 from gpushare.files import read_yaml
 from gpushare.paths import PROJECT_ROOT
 from gpushare.stackfile import read_stack_file
-
-EXIT_BAD_INPUT = 2
 
 
 def load(path: Path, stack: str | None) -> tuple[Workload, dict[str, Any]]:

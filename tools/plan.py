@@ -27,17 +27,14 @@ from gpushare.capacity import PodShape, headroom_fits, headroom_nodes, pool_plan
 from gpushare.catalog import load_catalog
 from gpushare.config import StackConfig
 from gpushare.costs import HELM_TYPE
-from gpushare.errors import UserError
+from gpushare.errors import EXIT_BAD_INPUT, UserError
 from gpushare.loader import load_stack_config
-from gpushare.render.stack import object_id
+from gpushare.render.releases import object_id
 from gpushare.render.yamlio import dump
 from gpushare.stackfile import read_stack_file
 from tools.check import EXIT_MANDATORY, add_date_option, check, policy_config_for, report
 from tools.offline import run_program
 from tools.summary import SUMMARY_FILE, stack_summary, summary_lines, table
-
-EXIT_BAD_INPUT = 2
-
 
 # What one unit of a pool's NodePool limit is, by sharing.
 LIMIT_UNITS = {

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from e2e.cluster.stack import budget_duration
-from e2e.simulator.trace import MINUTES_PER_DAY, WEEKDAYS, clock
+from e2e.simulator.demand import MINUTES_PER_DAY, WEEKDAYS, clock
 from gpushare.karpenter_api import CronSchedule, parse_schedule
 from gpushare.metrics import duration_seconds
 

@@ -1,4 +1,4 @@
-"""The rig plays a day's demand (e2e.simulator.trace.Demand) and records what real Karpenter and HAMi did.
+"""The rig plays a day's demand (e2e.simulator.demand.Demand) and records what real Karpenter and HAMi did.
 
 Time: simulated minute m happens `m * secondsPerHour / 60` real seconds after the day's start. The stack's
 NodePools are applied compressed by the same factor (`consolidateAfter` and `expireAfter` scaled); their scheduled
@@ -33,7 +33,7 @@ from e2e.cluster.kwok_stages import COMPLETE_AFTER, COMPLETE_AT
 from e2e.cluster.stack import Plan, for_rig, rig_nodepool_name
 from e2e.cluster.workloads import HAMI_BIND_PHASE, HAMI_NODE, Context, condition, gpu_deployment, initialized
 from e2e.simulator.budgets import Window, always_budgets, budget_windows, consolidate_after_minutes
-from e2e.simulator.trace import Batch, Demand, PodRequests
+from e2e.simulator.demand import Batch, Demand, PodRequests
 from gpushare import names
 from gpushare.metrics import duration_seconds
 

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from e2e.simulator.day import ClaimRecord, Observations, PodRecord
+from e2e.simulator.demand import Demand, PodRequests
 from e2e.simulator.oracle import Bounds, Pools
-from e2e.simulator.trace import Demand, PodRequests
 from gpushare import names
 
 CONSOLIDATION = ("Underutilized", "Empty")

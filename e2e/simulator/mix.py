@@ -21,19 +21,12 @@ from e2e.cluster.errors import RigError
 from e2e.cluster.hami_chart import HamiRelease
 from e2e.cluster.instance_types import PODS_PER_NODE
 from e2e.cluster.workloads import Context, gpu_deployment, nodeclaims, nodes_by_type, usd_per_hour
+from e2e.simulator.demand import Demand, PodRequests, quantity_mib, quantity_millis
 from e2e.simulator.exact import Limit, exact_packing
+from e2e.simulator.group_checks import KWOK_RESERVED_CPU_MILLIS, KWOK_RESERVED_MEMORY_MIB, group_problems
 from e2e.simulator.packing import NodeType, PodShape, best_packing
 from e2e.simulator.replay import load_replay
-from e2e.simulator.trace import (
-    KWOK_RESERVED_CPU_MILLIS,
-    KWOK_RESERVED_MEMORY_MIB,
-    Demand,
-    PodRequests,
-    group_problems,
-    load_trace,
-    quantity_mib,
-    quantity_millis,
-)
+from e2e.simulator.trace import load_trace
 from gpushare import names
 from gpushare.capacity import pool_plans
 from gpushare.catalog import Catalog

@@ -29,10 +29,10 @@ from e2e.cluster.errors import RigError
 from e2e.cluster.hami_chart import HamiRelease
 from e2e.cluster.stack import Plan
 from e2e.simulator.budgets import Window, budget_windows, consolidate_after_minutes
+from e2e.simulator.demand import Demand, PodRequests, quantity_mib, quantity_millis
 from e2e.simulator.exact import OPTIMAL, exact_packing
 from e2e.simulator.mix import node_types
 from e2e.simulator.packing import NodeType, PodShape
-from e2e.simulator.trace import Demand, PodRequests, quantity_mib, quantity_millis
 from gpushare import names
 from gpushare.catalog import Catalog
 

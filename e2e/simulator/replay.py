@@ -27,19 +27,9 @@ from typing import Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from e2e.simulator.trace import (
-    NAME,
-    WEEKDAYS,
-    Batch,
-    Demand,
-    PodRequests,
-    Variant,
-    group_problems,
-    pool_rooms,
-    stack_config,
-    team_pool_problem,
-    variant_problems,
-)
+from e2e.simulator.demand import NAME, WEEKDAYS, Batch, Demand, PodRequests, Variant
+from e2e.simulator.group_checks import group_problems, pool_rooms, stack_config, team_pool_problem
+from e2e.simulator.variants import variant_problems
 from gpushare import names
 from gpushare.errors import UserError, all_errors, key_path, raise_at
 from gpushare.files import read_yaml

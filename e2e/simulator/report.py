@@ -25,7 +25,8 @@ from typing import Any
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from e2e.simulator.trace import BASELINE, clock
+from e2e.simulator.demand import clock
+from e2e.simulator.variants import BASELINE
 
 # Where the terminal says the plots are: the directory e2e.run writes the report into, relative to the repository.
 REPORT_DIR = "build/e2e"

@@ -35,7 +35,7 @@ from gpushare.config import AlertReceiverConfig, MonitoringConfig, StackConfig
 from gpushare.files import SAFE_LOADER
 from gpushare.render import alerts
 from gpushare.render.hami import CERTGEN_IMAGE
-from gpushare.render.stack import HelmRelease
+from gpushare.render.releases import HelmRelease
 
 CHART_KEYS_PATH = Path(__file__).resolve().parent.parent / "monitoring" / "chart-keys.yaml"
 

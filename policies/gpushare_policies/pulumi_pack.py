@@ -18,7 +18,7 @@ from pulumi_policy.proxy import UnknownValueError
 from .registry import RULES
 from .rule import Rule
 from .shape import MalformedStack, check_shapes
-from .stack import from_engine, plain
+from .stack import from_engine, plain_data
 
 
 def _validate(rule: Rule) -> Any:
@@ -30,7 +30,7 @@ def _validate(rule: Rule) -> Any:
         except MalformedStack as error:
             report_violation(str(error), None)
             return
-        settings = plain(dict(args.get_config()))
+        settings = plain_data(dict(args.get_config()))
         for found in rule.run(view, settings):
             report_violation(found.message, found.resource.urn if found.resource is not None else None)
 

@@ -19,7 +19,7 @@ from gpushare.wording import Wording
 from . import rules
 from .rule import Level, Rule
 from .shape import check_shapes
-from .stack import StackView, plain
+from .stack import StackView, plain_data
 
 PACK_NAME = "gpushare-policies"
 
@@ -90,7 +90,7 @@ class PolicyConfig:
                     f"{source}: {name}.enforcementLevel: {level!r} is not a level; allowed: {', '.join(LEVELS)}"
                 )
             levels[name] = level
-            properties[name] = _validated(rules[name], plain(settings), source)
+            properties[name] = _validated(rules[name], plain_data(settings), source)
         return cls(levels, properties)
 
     @classmethod

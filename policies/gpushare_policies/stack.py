@@ -50,12 +50,12 @@ EKS_NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"  # its child in a real preview
 EXISTING_CLUSTER = "gpushare:index:ExistingCluster"
 
 
-def plain(value: Any) -> Any:
+def plain_data(value: Any) -> Any:
     """Plain dicts and lists; integral floats (the wire format has only doubles) as ints."""
     if isinstance(value, Mapping):
-        return {str(key): plain(item) for key, item in value.items()}
+        return {str(key): plain_data(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
-        return [plain(item) for item in value]
+        return [plain_data(item) for item in value]
     if isinstance(value, float) and value.is_integer():
         return int(value)
     return value
@@ -251,7 +251,7 @@ def from_plan(resources: Iterable[Mapping[str, Any]], today: date) -> StackView:
                 urn=str(r["urn"]),
                 type=str(r["type"]),
                 name=str(r.get("name") or r["urn"].rsplit("::", 1)[-1]),
-                props=plain(r.get("inputs") or {}),
+                props=plain_data(r.get("inputs") or {}),
                 dependencies=tuple(r.get("dependencies") or ()),
             )
             for r in resources
@@ -291,7 +291,7 @@ def _known(value: Any, unknown_error: type[Exception]) -> Any:
         return {str(key): read(value, key) for key in value}
     if isinstance(value, Sequence) and not isinstance(value, str):
         return [read(value, index) for index in range(len(value))]
-    return plain(value)
+    return plain_data(value)
 
 
 def eks_settings(cluster: Resource) -> tuple[object, object, object]:

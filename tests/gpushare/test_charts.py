@@ -12,7 +12,7 @@ from gpushare.charts import choose_charts, folder_archives
 from gpushare.errors import ConfigError
 from gpushare.loader import load_stack_config
 from gpushare.render.monitoring import monitoring_releases
-from gpushare.render.stack import helm_releases, located
+from gpushare.render.releases import helm_releases, located
 from tests.conftest import PLAN_DATE, raw_stack
 
 # What the offline cluster's folder holds: two archives differ from the pins (nvidia-device-plugin, dcgm-exporter).

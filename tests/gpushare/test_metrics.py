@@ -31,7 +31,7 @@ def test_every_metric_label_list_belongs_to_its_component_and_within_its_labels(
 
 def test_every_component_says_how_the_stack_scrapes_it(prod):
     from gpushare.render import monitoring
-    from gpushare.render.stack import helm_releases
+    from gpushare.render.releases import helm_releases
 
     monitors = {m["metadata"]["name"] for m in monitoring.service_monitors(prod)}
     charts = {r.chart.rsplit("/", 1)[-1] for r in [*helm_releases(prod), *monitoring.monitoring_releases(prod)]}

@@ -26,6 +26,7 @@ from e2e.simulator.day import (
     _started,
     compress_pool,
 )
+from e2e.simulator.demand import Demand
 from e2e.simulator.figures import (
     BOOT_S,
     PLACEMENT_FLOOR_S,
@@ -37,7 +38,7 @@ from e2e.simulator.figures import (
 )
 from e2e.simulator.mix import load_simulation
 from e2e.simulator.oracle import Pools, day_bounds
-from e2e.simulator.trace import Demand, Trace, load_trace
+from e2e.simulator.trace import Trace, load_trace
 from gpushare import names
 from gpushare.catalog import load_catalog
 from tests.conftest import ROOT

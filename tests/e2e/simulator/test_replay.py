@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from e2e.__main__ import _checked, main
+from e2e.simulator.demand import Demand
 from e2e.simulator.mix import load_simulation
 from e2e.simulator.replay import load_replay, quantity
-from e2e.simulator.trace import Demand
 from gpushare.errors import UserError
 from tests.conftest import ROOT, raw_stack
 from tools.production_day import KINDS, SHIPPED, pod_list

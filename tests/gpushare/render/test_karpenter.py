@@ -10,7 +10,7 @@ from gpushare import names, pins
 from gpushare.errors import ConfigError
 from gpushare.loader import load_stack_config
 from gpushare.render import karpenter
-from gpushare.render.stack import helm_releases
+from gpushare.render.releases import helm_releases
 from tests.conftest import PLAN_DATE
 
 

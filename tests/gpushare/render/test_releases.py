@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gpushare.loader import load_stack_config
-from gpushare.render.stack import helm_releases
+from gpushare.render.releases import helm_releases
 from tests.conftest import PLAN_DATE
 
 
