@@ -17,7 +17,7 @@ from typing import Annotated, Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from gpushare import charts, compat, eks, existing, images, karpenter_api, names, pins, stackfile, versions
+from gpushare import charts, compat, existing, images, karpenter_api, names, stackfile
 from gpushare.aws_names import node_role_name, system_node_role_name
 from gpushare.capacity import (
     QUOTA,
@@ -42,6 +42,12 @@ from gpushare.capacity import (
     team_supply,
 )
 from gpushare.catalog import Catalog, load_catalog
+from gpushare.checks.versions import (
+    KARPENTER_VERSION_KEY,
+    KUBERNETES_VERSION_KEY,
+    check_kubernetes_version,
+    check_minimum_versions,
+)
 from gpushare.config import (
     CONFIG_KEYS,
     PATTERN_RULES,
@@ -59,7 +65,6 @@ from gpushare.config import (
 from gpushare.errors import ConfigError, ConfigErrors, Problems, all_errors, key_path
 from gpushare.hami import CapacityError, node_capacity
 from gpushare.metrics import duration_seconds
-from gpushare.versions import parse_version
 from gpushare.wording import Wording
 
 
@@ -228,11 +233,11 @@ def check_references(config: StackConfig, catalog: Catalog, today: date, section
         sections = sections - {"karpenter"}
     version_errors = len(problems.errors)
     if ready("cluster") and (existing or ready("karpenter")):
-        problems.check(_check_kubernetes_version, config, today, existing)
+        problems.check(check_kubernetes_version, config, today, existing)
     # An unsupported version is one cause, reported once: what it lacks (features a newer minor brings) follows
     # from it, so the checks that judge a feature by the version run only on a version the stack supports.
     version_known = ready("cluster") and len(problems.errors) == version_errors
-    problems.errors.extend(_check_minimum_versions(config, ready, version_known))
+    problems.errors.extend(check_minimum_versions(config, ready, version_known))
     if ready("cluster", "teams") and not existing:
         problems.errors.extend(_principals_once(config))
     if ready("cluster"):
@@ -457,92 +462,6 @@ def _check_chart_folder(config: StackConfig) -> list[ConfigError]:
         return []
     choice = charts.choose_charts(config, charts.folder_archives(Path(source.folder)))
     return [ConfigError(charts.FOLDER_KEY, problem) for problem in choice.problems]
-
-
-def _check_kubernetes_version(config: StackConfig, today: date, existing: bool) -> None:
-    """A version past EKS standard support bills extended support or is upgraded by EKS: refused unless the
-    stack opts into extended support (a cluster the stack creates; an existing cluster's owner decides); every
-    minor needs a pinned kube-scheduler patch for HAMi."""
-    cluster = config.cluster
-    problem = None
-    if not existing:
-        problem = eks.support_problem(
-            cluster.kubernetes_version,
-            today,
-            cluster.support_type == "EXTENDED",
-            config.karpenter.chart_version,
-            eks.load_eks_support(),
-        )
-    if problem is None and cluster.kubernetes_version not in pins.kubernetes_minors():
-        problem = (
-            f"{cluster.kubernetes_version} has no kube-scheduler patch pinned for HAMi in gpushare/pins.yaml; "
-            f"allowed: {', '.join(pins.kubernetes_minors())}"
-        )
-    if problem is not None:
-        raise ConfigError(f"{PROJECT}:cluster.kubernetesVersion", problem)
-
-
-KARPENTER_VERSION_KEY = f"{PROJECT}:karpenter.chartVersion"
-KUBERNETES_VERSION_KEY = f"{PROJECT}:cluster.kubernetesVersion"
-
-
-def _check_minimum_versions(config: StackConfig, ready: Callable[..., bool], version_known: bool) -> list[ConfigError]:
-    """Every feature the config renders against the version of its component the stack holds
-    (gpushare/minimum-versions.yaml), and Karpenter against the cluster's Kubernetes minor; MutatingAdmissionPolicy's
-    keys are judged by _check_admission and NodeOverlay's by the config schema."""
-    used: list[tuple[str, str, str, str, str]] = []  # (feature, key, version, key holding it, the other way out)
-    if ready("pools", "karpenter"):
-        used += [
-            (
-                "balanced-consolidation",
-                f"{PROJECT}:pools[{i}].disruption.consolidationPolicy",
-                config.karpenter_version,
-                config.karpenter_version_key,
-                "WhenEmpty or WhenEmptyOrUnderutilized",
-            )
-            for i, pool in enumerate(config.pools)
-            if pool.disruption.consolidation_policy == "Balanced"
-        ]
-    if ready("pools", "nvidia_device_plugin"):
-        used += [
-            (
-                "time-slicing",
-                f"{PROJECT}:pools[{i}].sharing",
-                config.nvidia_device_plugin.chart_version,
-                f"{PROJECT}:nvidiaDevicePlugin.chartVersion",
-                "sharing hami or exclusive",
-            )
-            for i, pool in enumerate(config.pools)
-            if pool.sharing == names.SHARING_TIMESLICE
-        ]
-    if version_known and ready("teams"):
-        kubernetes = config.cluster.kubernetes_version
-        used.append(("validating-admission-policy", KUBERNETES_VERSION_KEY, kubernetes, KUBERNETES_VERSION_KEY, ""))
-    monitoring = ready("monitoring") and config.monitoring.enabled
-    if version_known and monitoring and config.monitoring.existing_prometheus is None:
-        kubernetes = config.cluster.kubernetes_version
-        used.append(
-            ("statefulset-pvc-retention", f"{PROJECT}:monitoring.enabled", kubernetes, KUBERNETES_VERSION_KEY, "")
-        )
-    errors = [
-        ConfigError(key, problem)
-        for feature, key, version, held_by, instead in used
-        if (problem := versions.too_old(feature, version, held_by, instead)) is not None
-    ]
-    if not (version_known and ready("karpenter")):
-        return errors
-    karpenter, kubernetes = config.karpenter_version, config.cluster.kubernetes_version
-    needed = versions.karpenter_for_kubernetes(kubernetes)
-    if needed is not None and parse_version(karpenter) < parse_version(needed):
-        errors.append(
-            ConfigError(
-                config.karpenter_version_key,
-                f"{karpenter} does not run with Kubernetes {kubernetes} ({KUBERNETES_VERSION_KEY}): Karpenter's "
-                f"compatibility matrix needs {needed} or newer there; allowed: {needed} or newer, or an older "
-                "kubernetesVersion",
-            )
-        )
-    return errors
 
 
 def _unique_names(key: str, values: list[str]) -> None:
