@@ -48,6 +48,7 @@ from gpushare.checks.cluster import (
     check_principals_once,
     check_system_nodes_without_gpus,
 )
+from gpushare.checks.pools import check_pool, check_unique_names
 from gpushare.checks.versions import (
     check_kubernetes_version,
     check_minimum_versions,
@@ -60,13 +61,11 @@ from gpushare.config import (
     ExistingKarpenterConfig,
     HeadroomConfig,
     HeadroomShapeConfig,
-    PoolConfig,
     StackConfig,
     TeamConfig,
     trusted_registries_context,
 )
 from gpushare.errors import ConfigError, ConfigErrors, Problems, all_errors, key_path
-from gpushare.hami import CapacityError, node_capacity
 from gpushare.metrics import duration_seconds
 from gpushare.wording import Wording
 
@@ -247,14 +246,14 @@ def check_references(config: StackConfig, catalog: Catalog, today: date, section
         problems.errors.extend(check_nodes_reach_the_endpoint(config))
         problems.errors.extend(check_system_nodes_without_gpus(config, catalog))
     if ready("teams"):
-        problems.check(_unique_names, "teams", [t.name for t in config.teams])
+        problems.check(check_unique_names, "teams", [t.name for t in config.teams])
     if not ready("pools", "hami"):
         problems.raise_any()
         return
     pool_problems = Problems()
-    pool_problems.check(_unique_names, "pools", [p.name for p in config.pools])
+    pool_problems.check(check_unique_names, "pools", [p.name for p in config.pools])
     for i, pool in enumerate(config.pools):
-        pool_problems.check(_check_pool, config, catalog, i, pool)
+        pool_problems.check(check_pool, config, catalog, i, pool)
     problems.errors.extend(pool_problems.errors)
     if not pool_problems.errors and ready("teams") and running is not None:
         problems.errors.extend(check_existing_gates(config, running))
@@ -376,49 +375,6 @@ def _check_chart_folder(config: StackConfig) -> list[ConfigError]:
         return []
     choice = charts.choose_charts(config, charts.folder_archives(Path(source.folder)))
     return [ConfigError(charts.FOLDER_KEY, problem) for problem in choice.problems]
-
-
-def _unique_names(key: str, values: list[str]) -> None:
-    problems = Problems()
-    for i, value in enumerate(values):
-        if value in values[:i]:
-            problems.errors.append(ConfigError(f"{PROJECT}:{key}[{i}].name", f"duplicate name {value!r}"))
-    problems.raise_any()
-
-
-def _check_pool(config: StackConfig, catalog: Catalog, index: int, pool: PoolConfig) -> None:
-    """Every instance type of the pool is judged; maxGpus once, against the largest known type."""
-    key = f"{PROJECT}:pools[{index}]"
-    problems = Problems()
-    largest = None
-    for j, type_name in enumerate(pool.instance_types):
-        if type_name not in catalog.instance_type_names:
-            problems.errors.append(
-                ConfigError(
-                    f"{key}.instanceTypes[{j}]",
-                    f"{type_name!r} is not in the GPU catalog; allowed: {', '.join(catalog.instance_type_names)}",
-                )
-            )
-            continue
-        itype = catalog.instance_type(type_name)
-        if pool.sharing == names.SHARING_HAMI:
-            try:
-                node_capacity(catalog, itype, config.hami.profile)
-            except CapacityError as error:
-                problems.errors.append(
-                    ConfigError(f"{key}.instanceTypes[{j}]", f"{error}; use a smaller type or an exclusive pool")
-                )
-        if largest is None or itype.gpu_count > largest.gpu_count:
-            largest = itype
-    if largest is not None and largest.gpu_count > pool.max_gpus:
-        problems.errors.append(
-            ConfigError(
-                f"{key}.maxGpus",
-                f"{pool.max_gpus} is below the {largest.gpu_count} GPUs of {largest.name}, so the NodePool limit "
-                f"could never admit one node of it; allowed: {largest.gpu_count} or more",
-            )
-        )
-    problems.raise_any()
 
 
 def _check_admission(config: StackConfig, index: int, team: TeamConfig, version_known: bool) -> None:
