@@ -12,12 +12,11 @@ import json
 from collections.abc import Collection, Mapping
 from dataclasses import replace
 from datetime import date
-from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from gpushare import charts, compat, images, karpenter_api, names, stackfile
+from gpushare import compat, images, karpenter_api, names, stackfile
 from gpushare.capacity import (
     QUOTA,
     Headroom,
@@ -41,6 +40,7 @@ from gpushare.capacity import (
     team_supply,
 )
 from gpushare.catalog import Catalog, load_catalog
+from gpushare.checks.charts import check_chart_folder
 from gpushare.checks.cluster import (
     check_cluster_mode,
     check_existing_gates,
@@ -258,7 +258,7 @@ def check_references(config: StackConfig, catalog: Catalog, today: date, section
     if not pool_problems.errors and ready("teams") and running is not None:
         problems.errors.extend(check_existing_gates(config, running))
     if not pool_problems.errors and ready(*CHART_SECTIONS):
-        problems.errors.extend(_check_chart_folder(config))
+        problems.errors.extend(check_chart_folder(config))
     if ready("teams"):
         # quota and admission checks compute each pool's capacity; admission also reads the cluster's version
         problems.errors.extend(_check_teams(config, not pool_problems.errors, ready("cluster"), version_known))
@@ -365,16 +365,6 @@ def ineffective_keys(config: StackConfig) -> list[str]:
         and all(config.pool(name).capacity_types == (names.CAPACITY_TYPE_SPOT,) for name in team.pools)
     ]
     return found
-
-
-def _check_chart_folder(config: StackConfig) -> list[ConfigError]:
-    """Every chart the stack deploys has its archive in gpushare:charts.folder (another single version of it is
-    installed with a warning instead: charts.choose_charts)."""
-    source = config.chart_source
-    if source is None or source.folder is None:
-        return []
-    choice = charts.choose_charts(config, charts.folder_archives(Path(source.folder)))
-    return [ConfigError(charts.FOLDER_KEY, problem) for problem in choice.problems]
 
 
 def _check_admission(config: StackConfig, index: int, team: TeamConfig, version_known: bool) -> None:
