@@ -48,6 +48,7 @@ from gpushare.checks.cluster import (
     check_principals_once,
     check_system_nodes_without_gpus,
 )
+from gpushare.checks.monitoring import check_alert_waits
 from gpushare.checks.pools import check_pool, check_unique_names
 from gpushare.checks.versions import (
     check_kubernetes_version,
@@ -66,7 +67,6 @@ from gpushare.config import (
     trusted_registries_context,
 )
 from gpushare.errors import ConfigError, ConfigErrors, Problems, all_errors, key_path
-from gpushare.metrics import duration_seconds
 from gpushare.wording import Wording
 
 
@@ -295,7 +295,7 @@ def _check_teams(config: StackConfig, pools_valid: bool, cluster_valid: bool, ve
             problems.check(_check_quota_admits_pools, config, i, team)
             if cluster_valid:
                 problems.check(_check_admission, config, i, team, version_known)
-    problems.check(_check_alert_waits, config)
+    problems.check(check_alert_waits, config)
     for i, pool in enumerate(config.pools):
         if pool.name not in used:
             problems.errors.append(
@@ -404,26 +404,6 @@ def _check_admission(config: StackConfig, index: int, team: TeamConfig, version_
                 )
             )
     problems.raise_any()
-
-
-def _check_alert_waits(config: StackConfig) -> None:
-    """An alert that must hold longer than the stack's own Prometheus keeps samples restarts its wait from what is
-    kept after every Prometheus restart: in practice it never fires."""
-    monitoring = config.monitoring
-    if not monitoring.enabled or monitoring.existing_prometheus is not None:
-        return
-    kept = int(duration_seconds(monitoring.retention) or 0) // 60  # the schema's pattern makes it a duration
-    errors = [
-        ConfigError(
-            f"{PROJECT}:monitoring.alerts.{field.alias}",
-            f"{minutes} minutes is longer than gpushare:monitoring.retention {monitoring.retention} ({kept} minutes): "
-            f"the alert could never fire; allowed: at most {kept}, or a longer retention",
-        )
-        for name, field in type(monitoring.alerts).model_fields.items()
-        if name.endswith("_minutes") and (minutes := getattr(monitoring.alerts, name)) > kept
-    ]
-    if errors:
-        raise ConfigErrors(errors)
 
 
 def _check_quota_admits_pools(config: StackConfig, index: int, team: TeamConfig) -> None:
