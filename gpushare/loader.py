@@ -7,7 +7,6 @@ a team's pools can supply) call `capacity.py`, which itself reads the typed mode
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Collection, Mapping
 from dataclasses import replace
@@ -22,22 +21,15 @@ from gpushare.capacity import (
     Headroom,
     NodeShape,
     PodsPerNode,
-    QuotaResource,
     headroom_fits,
     headroom_pod_shape,
-    in_key_units,
-    keys_refusing_vgpus,
     limit_resource,
     limit_units_needed,
     most_within,
     per_gpu_limits,
     pool_plans,
-    quota_resource_of,
-    smallest_gpu_units,
     team_headroom,
     team_quota,
-    team_quota_hard,
-    team_supply,
 )
 from gpushare.catalog import Catalog, load_catalog
 from gpushare.checks.charts import check_chart_folder
@@ -48,8 +40,8 @@ from gpushare.checks.cluster import (
     check_principals_once,
     check_system_nodes_without_gpus,
 )
-from gpushare.checks.monitoring import check_alert_waits
 from gpushare.checks.pools import check_pool, check_unique_names
+from gpushare.checks.teams import check_teams
 from gpushare.checks.versions import (
     check_kubernetes_version,
     check_minimum_versions,
@@ -66,7 +58,7 @@ from gpushare.config import (
     TeamConfig,
     trusted_registries_context,
 )
-from gpushare.errors import ConfigError, ConfigErrors, Problems, all_errors, key_path
+from gpushare.errors import ConfigError, Problems, all_errors, key_path
 from gpushare.wording import Wording
 
 
@@ -261,58 +253,10 @@ def check_references(config: StackConfig, catalog: Catalog, today: date, section
         problems.errors.extend(check_chart_folder(config))
     if ready("teams"):
         # quota and admission checks compute each pool's capacity; admission also reads the cluster's version
-        problems.errors.extend(_check_teams(config, not pool_problems.errors, ready("cluster"), version_known))
+        problems.errors.extend(check_teams(config, not pool_problems.errors, ready("cluster"), version_known))
         if not pool_problems.errors and ready("karpenter"):
             problems.errors.extend(_check_headroom(config))
     problems.raise_any()
-
-
-def _check_teams(config: StackConfig, pools_valid: bool, cluster_valid: bool, version_known: bool) -> list[ConfigError]:
-    """Every team names known pools (and within what they supply), every pool has a team. A pool no team lists
-    because a team misspelled its name is the misspelling's consequence: one line, on the team's key."""
-    problems = Problems()
-    pool_names = [p.name for p in config.pools]
-    used: set[str] = set()
-    for i, team in enumerate(config.teams):
-        unknown = []
-        for j, pool_name in enumerate(team.pools):
-            if pool_name in pool_names:
-                continue
-            meant = difflib.get_close_matches(pool_name, pool_names, n=1, cutoff=0.75)
-            used.update(meant)
-            hint = f"did you mean {meant[0]}? " if meant else ""
-            unknown.append(
-                ConfigError(
-                    f"{PROJECT}:teams[{i}].pools[{j}]",
-                    f"unknown pool {pool_name!r}; {hint}allowed: {', '.join(pool_names)}",
-                )
-            )
-        problems.errors.extend(unknown)
-        used.update(team.pools)
-        if pools_valid and not unknown:
-            problems.check(_check_scheduler_policy_applies, config, i, team)
-            problems.check(_check_quota, config, i, team)
-            problems.check(_check_quota_admits_pools, config, i, team)
-            if cluster_valid:
-                problems.check(_check_admission, config, i, team, version_known)
-    problems.check(check_alert_waits, config)
-    for i, pool in enumerate(config.pools):
-        if pool.name not in used:
-            problems.errors.append(
-                ConfigError(f"{PROJECT}:pools[{i}].name", f"no team lists pool {pool.name!r}: it could never be used")
-            )
-    return problems.errors
-
-
-def _check_scheduler_policy_applies(config: StackConfig, index: int, team: TeamConfig) -> None:
-    """HAMi alone reads the scheduler policy annotations: on a team without a HAMi pool they change nothing."""
-    if team.scheduler_policy is not None and not config.uses_hami(team):
-        raise ConfigError(
-            f"{PROJECT}:teams[{index}].schedulerPolicy",
-            f"is set but none of the team's pools ({', '.join(team.pools)}) has sharing hami: only HAMi reads the "
-            "policy, and none of the team's pods goes through HAMi; allowed: drop schedulerPolicy, or give the team "
-            "a HAMi pool",
-        )
 
 
 def ineffective_keys(config: StackConfig) -> list[str]:
@@ -367,109 +311,6 @@ def ineffective_keys(config: StackConfig) -> list[str]:
     return found
 
 
-def _check_admission(config: StackConfig, index: int, team: TeamConfig, version_known: bool) -> None:
-    """Team behaviour applied by MutatingAdmissionPolicy needs its GA API (judged on a supported version only);
-    spot-only needs spot pools."""
-    key = f"{PROJECT}:teams[{index}]"
-    version = config.cluster.kubernetes_version
-    problems = Problems()
-    if version_known and not compat.has_mutating_admission_policy(version):
-        needs = {
-            "schedulerPolicy": team.scheduler_policy is not None,
-            "priority": team.priority != "standard",
-            "spotOnly": team.spot_only,
-        }
-        problems.errors.extend(
-            ConfigError(
-                f"{key}.{field}",
-                f"is applied by a MutatingAdmissionPolicy (admissionregistration.k8s.io/v1), GA from Kubernetes "
-                f"1.36, but gpushare:cluster.kubernetesVersion is {version}; allowed: kubernetesVersion 1.36 "
-                f"or newer, or drop {field}",
-            )
-            for field, used in needs.items()
-            if used
-        )
-    if team.spot_only:
-        lacking = [name for name in team.pools if "spot" not in config.pool(name).capacity_types]
-        if team.priority != "batch":
-            problems.errors.append(
-                ConfigError(f"{key}.spotOnly", f"true needs priority batch, got priority {team.priority!r}")
-            )
-        elif lacking:
-            problems.errors.append(
-                ConfigError(
-                    f"{key}.spotOnly",
-                    f"true but pools {', '.join(lacking)} offer no spot capacity; allowed: only pools whose "
-                    "capacityTypes include spot",
-                )
-            )
-    problems.raise_any()
-
-
-def _check_quota_admits_pools(config: StackConfig, index: int, team: TeamConfig) -> None:
-    """A pool listed with a quota that refuses every pod it could run is a pool the team can never use: a zero
-    quota on the resource every pod of the pool asks, or, on HAMi pools, a quota refusing every way a container
-    takes a vGPU (the domain's keys_refusing_vgpus, which the pack judges the rendered quota with)."""
-    quota = team_quota(config, team)
-    unusable: dict[str, list[str]] = {}
-    for name in team.pools:
-        resource = limit_resource(config.pool(name).sharing)
-        if quota[resource] == 0:
-            unusable.setdefault(resource, []).append(name)
-    keys = {resource.name: resource.key for resource in QUOTA}
-    errors = [
-        ConfigError(
-            f"{PROJECT}:teams[{index}].quota.{keys[resource]}",
-            f"0, but the team lists pools {', '.join(pools)}, whose every pod asks {resource}: none would ever be "
-            "admitted; allowed: 1 or more, or drop those pools from the team",
-        )
-        for resource, pools in unusable.items()
-    ]
-    plans = pool_plans(config)
-    hami = [name for name in team.pools if config.pool(name).sharing == names.SHARING_HAMI]
-    if hami and names.GPU not in unusable:
-        gpu_units = smallest_gpu_units(c for name in hami for c in plans[name].capacities)
-        refusing = keys_refusing_vgpus(team_quota_hard(config, team), gpu_units)
-        factor = config.hami.profile.memory_factor
-        least: dict[QuotaResource, int] = {}
-        for key, amount in refusing.items():
-            resource = quota_resource_of(key)
-            if resource is not None:
-                least[resource] = max(amount, least.get(resource, 0))
-        stated = team.quota.model_dump()
-        errors.extend(
-            ConfigError(
-                f"{PROJECT}:teams[{index}].quota.{resource.key}",
-                f"{stated[resource.key]} ({quota[resource.name]} {resource.name}) refuses every vGPU pod of the team "
-                f"on pools {', '.join(hami)}, whether it states GPU memory, cores only or neither (HAMi charges GPU "
-                f"memory to each); allowed: {in_key_units(resource, amount, factor)} or more, or leave the key out "
-                "(no cap of its own)",
-            )
-            for resource, amount in least.items()
-        )
-    if errors:
-        raise ConfigErrors(errors)
-
-
-def _check_quota(config: StackConfig, index: int, team: TeamConfig) -> None:
-    """A quota above what the team's pools can ever provide is a planning mistake, not headroom; compared in the
-    units nodes register, as the pack compares the rendered quota."""
-    quota, can_supply = team_quota(config, team), team_supply(config, team)
-    stated = team.quota.model_dump()
-    factor = config.hami.profile.memory_factor
-    problems = Problems()
-    problems.errors.extend(
-        ConfigError(
-            f"{PROJECT}:teams[{index}].quota.{resource.key}",
-            f"{stated[resource.key]} is more than pools {', '.join(team.pools)} can ever provide (whole nodes within "
-            f"their maxGpus); allowed: at most {in_key_units(resource, can_supply[resource.name], factor)}",
-        )
-        for resource in QUOTA
-        if quota[resource.name] > can_supply[resource.name]
-    )
-    problems.raise_any()
-
-
 def _check_headroom(config: StackConfig) -> list[ConfigError]:
     """Every team's warm headroom: a Karpenter that has CapacityBuffers; pools of the team; a shape its pool's
     sharing mode means something on and its nodes hold without Karpenter and HAMi disagreeing; at least one pod,
@@ -480,7 +321,7 @@ def _check_headroom(config: StackConfig) -> list[ConfigError]:
     for index, team in enumerate(config.teams):
         headroom = team.headroom
         if headroom is None or not set(team.pools) <= known:
-            continue  # unknown pools are reported by _check_teams
+            continue  # unknown pools are reported by check_teams
         key = f"{PROJECT}:teams[{index}].headroom"
         version = config.karpenter_version
         if compat.parse_version(version) < compat.KARPENTER_MIN_CAPACITY_BUFFER_VERSION:
