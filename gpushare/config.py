@@ -1,7 +1,7 @@
 """Typed stack configuration: every `gpushare:*` key as a model with its field validators.
 
 A schema only, below the domain layer: checks that need the catalog or pool capacities (cross-key rules) live
-in `gpushare/loader.py`, which also reads the raw stack config into a StackConfig.
+in `gpushare/checks/`, which `gpushare/loader.py` runs after reading the raw stack config into a StackConfig.
 """
 
 from __future__ import annotations
@@ -1030,7 +1030,7 @@ class MonitoringConfig(_Model):
     @model_validator(mode="after")
     def _no_key_without_effect(self) -> MonitoringConfig:
         """Keys whose effect needs what another key turns off: refused, so no one believes them applied. (Tuning
-        keys of monitoring while it is off are only warned about: loader.ineffective_keys.)"""
+        keys of monitoring while it is off are only warned about: checks/ineffective.py.)"""
         problems: list[tuple[tuple[int | str, ...], str]] = []
         if not self.enabled:
             for field, value, what in (

@@ -9,9 +9,10 @@ from typing import Any, get_args
 import pytest
 
 from gpushare import karpenter_api, names, pins
+from gpushare.checks.ineffective import ineffective_keys
 from gpushare.config import ConsolidationPolicy
 from gpushare.errors import ConfigError
-from gpushare.loader import ineffective_keys, load_stack_config
+from gpushare.loader import load_stack_config
 from gpushare.render import karpenter
 from tests.conftest import PLAN_DATE, raw_stack
 
