@@ -13,9 +13,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import (
     AfterValidator,
-    BaseModel,
     BeforeValidator,
-    ConfigDict,
     Field,
     ValidationInfo,
     create_model,
@@ -25,117 +23,34 @@ from pydantic import (
 
 from gpushare import compat, images, karpenter_api, names, pins, versions
 from gpushare.capacity import QUOTA
+from gpushare.config.base import (
+    DNS_LABEL,
+    PROJECT,
+    Cidr,
+    ConfigModel,
+    ConsolidationPolicy,
+    InstanceTypeName,
+    MirrorPrefix,
+    NonEmpty,
+    PrincipalArn,
+    Priority,
+    SchedulerPolicy,
+    SecurityGroupId,
+    SubnetId,
+    UpstreamRegistry,
+    budget_schedule,
+    principal_key,
+    text_matching,
+    trusted_from_context,
+    trusted_registries_context,
+    unique_items,
+)
 from gpushare.eks import EKS_STORAGE_CLASSES
 from gpushare.errors import raise_at, repeats
 from gpushare.hami import SharingProfile
 
-PROJECT = "gpushare"
-DNS_LABEL = r"^[a-z]([-a-z0-9]{0,30}[a-z0-9])?$"
-SchedulerPolicy = Literal["binpack", "spread"]
-Priority = Literal["critical", "standard", "batch"]
-# karpenter_api.CONSOLIDATION_POLICIES, spelled out for the type checker (a test holds the two equal).
-ConsolidationPolicy = Literal["WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"]
 
-
-def _upstream_registry(value: str) -> str:
-    if value not in images.UPSTREAM_REGISTRIES:
-        allowed = ", ".join(images.UPSTREAM_REGISTRIES)
-        raise ValueError(f"{value!r} is not a registry the stack pulls images from; allowed: {allowed}")
-    return value
-
-
-def _mirror_prefix(value: str) -> str:
-    problem = images.mirror_problem(value)
-    if problem is not None:
-        raise ValueError(problem)
-    return value
-
-
-UpstreamRegistry = Annotated[str, AfterValidator(_upstream_registry)]
-MirrorPrefix = Annotated[str, AfterValidator(_mirror_prefix)]
-# The validation context key under which the loader passes the stack's trustedRegistries to the image checks of
-# other sections (each judged against those entries that are valid themselves, so a bad entry is reported once).
-TRUSTED_REGISTRIES_CONTEXT = "trustedRegistries"
-
-
-def trusted_registries_context(entries: Any) -> dict[str, tuple[str, ...]]:
-    """The valid entries of a raw trustedRegistries value, as a validation context."""
-    valid = tuple(
-        entry
-        for entry in (entries if isinstance(entries, list | tuple) else ())
-        if isinstance(entry, str) and images.mirror_problem(entry) is None
-    )
-    return {TRUSTED_REGISTRIES_CONTEXT: valid}
-
-
-def _trusted(info: ValidationInfo) -> tuple[str, ...]:
-    return tuple((info.context or {}).get(TRUSTED_REGISTRIES_CONTEXT, ()))
-
-
-def _text_matching(pattern: str, example: str) -> Any:
-    """A string type whose values must match `pattern` whole, refused as `'<value>' is not <example>`; as a list's
-    item type, pydantic names the bad item by its index."""
-
-    def check(value: str) -> str:
-        if not re.fullmatch(pattern, value):
-            raise ValueError(f"{value!r} is not {example}")
-        return value
-
-    return Annotated[str, AfterValidator(check)]
-
-
-def _cidr(value: str) -> str:
-    """A CIDR with its prefix length written out: a bare address is not a CIDR (ipaddress would silently read it as
-    a /32), and the stack file should say the range it admits, as it does for a name, which is refused."""
-    try:
-        network = ipaddress.ip_network(value, strict=True)
-    except ValueError:
-        raise ValueError(f"{value!r} is not a CIDR like 203.0.113.0/24 (host bits zero)") from None
-    if "/" not in value:
-        raise ValueError(f"{value!r} is an address, not a CIDR: write {value}/{network.max_prefixlen}")
-    return value
-
-
-def _schedule(value: str) -> str:
-    problem = karpenter_api.schedule_problem(value)
-    if problem is not None:
-        raise ValueError(f"{value!r}: {problem}")
-    return value
-
-
-def principal_key(arn: str) -> str:
-    """IAM user and role names are unique regardless of case, so ARNs that differ only in case name one
-    principal (EKS allows one access entry per principal)."""
-    return arn.lower()
-
-
-ARN_PRINCIPAL = r"^arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/[\w+=,.@/-]+$"
-SubnetId = _text_matching(r"subnet-[0-9a-f]{8,17}", "a subnet id like subnet-0123456789abcdef0")
-SecurityGroupId = _text_matching(r"sg-[0-9a-f]{8,17}", "a security group id like sg-0123456789abcdef0")
-InstanceTypeName = _text_matching(r"[a-z][a-z0-9-]*\.[a-z0-9-]+", "an EC2 instance type like m7i.large")
-PrincipalArn = _text_matching(ARN_PRINCIPAL, "an IAM role or user ARN like arn:aws:iam::123456789012:role/ci")
-Cidr = Annotated[str, AfterValidator(_cidr)]
-
-
-def _unique(value: tuple[Any, ...]) -> tuple[Any, ...]:
-    """A list that repeats an item: each repeat reported at its index."""
-    raise_at(repeats(value))
-    return value
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
-
-    def given(self, *fields: str) -> dict[str, Any]:
-        """Key (alias) -> value of these fields that the stack file sets, not left to their defaults."""
-        return {
-            type(self).model_fields[name].alias or name: getattr(self, name)
-            for name in fields
-            if name in self.model_fields_set
-        }
-
-
-class NetworkConfig(_Model):
+class NetworkConfig(ConfigModel):
     """Create a VPC (default) or use an existing one: set vpcId and privateSubnetIds for the latter."""
 
     vpc_cidr: str | None = Field(
@@ -178,7 +93,7 @@ class NetworkConfig(_Model):
                 raise ValueError(f"{value!r}: {allowed}")
         return value
 
-    _unique_subnets = field_validator("private_subnet_ids", "public_subnet_ids")(_unique)
+    _unique_subnets = field_validator("private_subnet_ids", "public_subnet_ids")(unique_items)
 
     @model_validator(mode="after")
     def _one_mode(self) -> NetworkConfig:
@@ -218,7 +133,7 @@ class NetworkConfig(_Model):
         return self.availability_zones or 2
 
 
-class SystemNodeGroupConfig(_Model):
+class SystemNodeGroupConfig(ConfigModel):
     """On-demand, non-GPU nodes for Karpenter, HAMi's scheduler and CoreDNS."""
 
     instance_types: tuple[InstanceTypeName, ...] = Field(
@@ -236,7 +151,7 @@ class SystemNodeGroupConfig(_Model):
     max_size: int = Field(default=4, alias="maxSize", ge=2, le=50, description="Most system nodes")
     disk_size_gib: int = Field(default=50, alias="diskSizeGib", ge=20, le=1000, description="System node root volume")
 
-    _unique_types = field_validator("instance_types")(_unique)
+    _unique_types = field_validator("instance_types")(unique_items)
 
     @model_validator(mode="after")
     def _sizes(self) -> SystemNodeGroupConfig:
@@ -253,7 +168,7 @@ class SystemNodeGroupConfig(_Model):
         return self
 
 
-class EndpointConfig(_Model):
+class EndpointConfig(ConfigModel):
     """Who reaches the Kubernetes API. A public endpoint must name the CIDRs allowed to reach it; a private
     one admits, on 443 of the cluster security group, the CIDRs and security groups listed here."""
 
@@ -277,7 +192,7 @@ class EndpointConfig(_Model):
     )
 
     _unique_lists = field_validator("public_access_cidrs", "private_access_cidrs", "private_access_security_group_ids")(
-        _unique
+        unique_items
     )
 
     @model_validator(mode="after")
@@ -346,7 +261,7 @@ LOG_RETENTION_DAYS = (
 )
 
 
-class ClusterConfig(_Model):
+class ClusterConfig(ConfigModel):
     """The EKS cluster, its network and its system nodes."""
 
     name: str = Field(
@@ -442,7 +357,7 @@ def _karpenter_version(value: str) -> str:
     return value
 
 
-class KarpenterConfig(_Model):
+class KarpenterConfig(ConfigModel):
     """Karpenter, which launches the GPU nodes."""
 
     chart_version: str = Field(
@@ -465,14 +380,14 @@ class KarpenterConfig(_Model):
         return f"al2023@{self.ami_version}"
 
 
-class SchedulerPolicyConfig(_Model):
+class SchedulerPolicyConfig(ConfigModel):
     """HAMi's scheduling policy: which node, then which GPU on it."""
 
     node: SchedulerPolicy = Field(default="binpack", description="How HAMi picks a node")
     gpu: SchedulerPolicy = Field(default="spread", description="How HAMi picks a GPU on the node")
 
 
-class HamiConfig(_Model):
+class HamiConfig(ConfigModel):
     """HAMi, which slices the GPUs of shared pools, and its mock device plugin."""
 
     chart_version: str = Field(
@@ -509,7 +424,7 @@ class HamiConfig(_Model):
     @field_validator("mock_device_plugin_image")
     @classmethod
     def _known_mock(cls, value: str, info: ValidationInfo) -> str:
-        problem = images.provenance_problem(value, _trusted(info))
+        problem = images.provenance_problem(value, trusted_from_context(info))
         if problem is not None:
             raise ValueError(problem)
         tag = compat.mock_image_tag(value)
@@ -534,7 +449,7 @@ class HamiConfig(_Model):
         return self
 
 
-class NvidiaDevicePluginConfig(_Model):
+class NvidiaDevicePluginConfig(ConfigModel):
     """The official NVIDIA device plugin, used only on exclusive (whole-GPU) pools."""
 
     chart_version: str = Field(
@@ -545,14 +460,14 @@ class NvidiaDevicePluginConfig(_Model):
     )
 
 
-class DisruptionBudgetConfig(_Model):
+class DisruptionBudgetConfig(ConfigModel):
     """At most `nodes` of the pool's nodes disrupted at once, while the window `schedule`+`duration` is open."""
 
     nodes: str = Field(
         pattern=karpenter_api.BUDGET_NODES_PATTERN,
         description="How many nodes may be disrupted at once: a count (0 blocks) or `10%`",
     )
-    schedule: Annotated[str, AfterValidator(_schedule)] | None = Field(
+    schedule: Annotated[str, AfterValidator(budget_schedule)] | None = Field(
         default=None,
         description="Cron schedule opening the window, parsed as Karpenter does (robfig/cron: five fields "
         "minute hour day-of-month month day-of-week in UTC, names like mon-fri and jan, Sunday 0; or @daily, "
@@ -573,7 +488,7 @@ class DisruptionBudgetConfig(_Model):
         """YAML reads `nodes: 0` as an int; the NodePool field is a string."""
         return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
-    _unique_reasons = field_validator("reasons")(_unique)
+    _unique_reasons = field_validator("reasons")(unique_items)
 
     @model_validator(mode="after")
     def _window(self) -> DisruptionBudgetConfig:
@@ -591,7 +506,7 @@ class DisruptionBudgetConfig(_Model):
         return self
 
 
-class DisruptionConfig(_Model):
+class DisruptionConfig(ConfigModel):
     """When Karpenter may remove the pool's nodes (NodePool spec.disruption and expireAfter)."""
 
     consolidation_policy: ConsolidationPolicy = Field(
@@ -643,7 +558,7 @@ class DisruptionConfig(_Model):
         return self
 
 
-class PoolConfig(_Model):
+class PoolConfig(ConfigModel):
     """One GPU pool: a Karpenter NodePool over catalog instance types."""
 
     name: str = Field(pattern=DNS_LABEL, description="Pool and NodePool name")
@@ -681,13 +596,13 @@ class PoolConfig(_Model):
             raise_at([(("replicas",), f"{self.replicas}: only for sharing timeslice, not {self.sharing}")])
         return self
 
-    _no_repeats = field_validator("instance_types", "capacity_types")(_unique)
+    _no_repeats = field_validator("instance_types", "capacity_types")(unique_items)
 
 
 # One field per row of the quota table (capacity.QUOTA), so a quota resource is added in one place.
 QuotaConfig = create_model(
     "QuotaConfig",
-    __base__=_Model,
+    __base__=ConfigModel,
     __doc__="Hard caps on what the team's pods may request in total; a key left out caps nothing of its own (the "
     "team's pools bound it).",
     **{
@@ -707,7 +622,7 @@ CONTAINER_DEFAULT_CPU = "250m"
 CONTAINER_DEFAULT_MEMORY = "512Mi"
 
 
-class HeadroomShapeConfig(_Model):
+class HeadroomShapeConfig(ConfigModel):
     """One warm pod as the team's real pod asks for it, per container: vGPUs sized in GPU memory and cores on HAMi
     pools, whole GPUs on exclusive pools, one replica on time-sliced pools; CPU and memory on every pool."""
 
@@ -759,7 +674,7 @@ class HeadroomShapeConfig(_Model):
         return self
 
 
-class HeadroomOverrideConfig(_Model):
+class HeadroomOverrideConfig(ConfigModel):
     """What one pool keeps warm instead of the team's headroom: each key set here replaces the team's."""
 
     pods: int | None = Field(default=None, ge=1, le=1000, description="Warm pods on this pool")
@@ -775,7 +690,7 @@ class HeadroomOverrideConfig(_Model):
         return self
 
 
-class HeadroomConfig(_Model):
+class HeadroomConfig(ConfigModel):
     """Warm GPU capacity for the team (a Karpenter CapacityBuffer per pool, alpha gate CapacityBuffer): Karpenter keeps
     Ready nodes with room for this many pods of this shape on top of what the team runs, and refills the room as real
     pods take it. Nothing charges the team's quota for it; the nodes bill while they wait."""
@@ -801,7 +716,7 @@ class HeadroomConfig(_Model):
         description="Pool name -> pods, quotaPercent or shape replacing the team's for that pool (one of `pools`)",
     )
 
-    _pools_once = field_validator("pools")(_unique)
+    _pools_once = field_validator("pools")(unique_items)
 
     @model_validator(mode="after")
     def _one_size(self) -> HeadroomConfig:
@@ -811,7 +726,7 @@ class HeadroomConfig(_Model):
         return self
 
 
-class TeamConfig(_Model):
+class TeamConfig(ConfigModel):
     """One team: a namespace with GPU quotas on the pools it may use."""
 
     name: str = Field(
@@ -848,7 +763,7 @@ class TeamConfig(_Model):
     )
 
     # A pool listed twice would count twice toward what the team's quota may ask.
-    _pools_once = field_validator("pools")(_unique)
+    _pools_once = field_validator("pools")(unique_items)
 
     @field_validator("name")
     @classmethod
@@ -879,7 +794,7 @@ def _label_problem(key: str, value: str) -> str | None:
     return None
 
 
-class ExistingPrometheusConfig(_Model):
+class ExistingPrometheusConfig(ConfigModel):
     """A Prometheus the user already runs: the stack only adds scrape objects, rules and the dashboard."""
 
     url: str = Field(
@@ -898,7 +813,7 @@ class ExistingPrometheusConfig(_Model):
         return value
 
 
-class AlertThresholdsConfig(_Model):
+class AlertThresholdsConfig(ConfigModel):
     """When the GPU alerts fire; minutes are how long a condition must hold first."""
 
     node_claim_not_initialized_minutes: int = Field(
@@ -953,7 +868,7 @@ SECRET_KEY = r"^[-._a-zA-Z0-9]{1,253}$"
 ReceiverType = Literal["slack", "pagerduty", "webhook"]
 
 
-class AlertReceiverConfig(_Model):
+class AlertReceiverConfig(ConfigModel):
     """Where Alertmanager sends every alert. The credential (Slack webhook URL, PagerDuty Events v2 routing key,
     webhook URL) stays in a Secret of the monitoring namespace that the stack names and never reads."""
 
@@ -983,7 +898,7 @@ class AlertReceiverConfig(_Model):
         return self
 
 
-class MonitoringConfig(_Model):
+class MonitoringConfig(ConfigModel):
     """Prometheus, scraping, GPU alerts, a Grafana dashboard and HAMi-WebUI; off unless enabled."""
 
     enabled: bool = Field(default=False, description="Deploy monitoring (on in prod)")
@@ -1067,19 +982,18 @@ class MonitoringConfig(_Model):
 
 
 # IAM names as Karpenter's EC2NodeClass takes them (spec.role, spec.instanceProfile): names, not ARNs.
-IamRoleName = _text_matching(r"[\w+=,.@-]{1,64}", "an IAM role name (not an ARN) like KarpenterNodeRole-platform")
-InstanceProfileName = _text_matching(
+IamRoleName = text_matching(r"[\w+=,.@-]{1,64}", "an IAM role name (not an ARN) like KarpenterNodeRole-platform")
+InstanceProfileName = text_matching(
     r"[\w+=,.@-]{1,128}", "an instance profile name (not an ARN) like KarpenterNodeInstanceProfile-platform"
 )
 
 
-NamespaceName = _text_matching(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", "a namespace name like kube-system")
-DeploymentName = _text_matching(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?", "a Deployment name like karpenter")
-NonEmpty = _text_matching(r"\S.*", "a non-empty text")
-MirrorUrl = _text_matching(
+NamespaceName = text_matching(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", "a namespace name like kube-system")
+DeploymentName = text_matching(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?", "a Deployment name like karpenter")
+MirrorUrl = text_matching(
     r"(oci|https?)://\S+[^/\s]", "an oci:// registry path or http(s):// Helm repository without trailing slash"
 )
-SecurityGroupName = _text_matching(r"\S.{0,254}", "a security group name")
+SecurityGroupName = text_matching(r"\S.{0,254}", "a security group name")
 
 
 def _kubeconfig_text(value: Any) -> Any:
@@ -1106,7 +1020,7 @@ def kubeconfig_contexts(text: str) -> list[str]:
     return [str(c.get("name")) for c in contexts if isinstance(c, dict)]
 
 
-class SubnetSelectorTermConfig(_Model):
+class SubnetSelectorTermConfig(ConfigModel):
     """One subnet selector term of the EC2NodeClass (spec.subnetSelectorTerms): subnets with all these tags, or one
     subnet by id."""
 
@@ -1119,7 +1033,7 @@ class SubnetSelectorTermConfig(_Model):
         return self
 
 
-class SecurityGroupSelectorTermConfig(_Model):
+class SecurityGroupSelectorTermConfig(ConfigModel):
     """One security group selector term of the EC2NodeClass (spec.securityGroupSelectorTerms)."""
 
     tags: dict[str, str] = Field(default={}, description="Security groups carrying every one of these tags")
@@ -1132,7 +1046,7 @@ class SecurityGroupSelectorTermConfig(_Model):
         return self
 
 
-def _one_selector(term: _Model, fields: tuple[str, ...], tags: dict[str, str]) -> None:
+def _one_selector(term: ConfigModel, fields: tuple[str, ...], tags: dict[str, str]) -> None:
     """A term selects by exactly one of its fields: the EC2NodeClass CRD refuses tags beside an id or a name."""
     given = [field for field in fields if getattr(term, field)]
     if len(given) != 1:
@@ -1142,7 +1056,7 @@ def _one_selector(term: _Model, fields: tuple[str, ...], tags: dict[str, str]) -
     raise_at([(("tags", key), "the EC2NodeClass CRD refuses empty tag keys and values") for key in empty])
 
 
-class NodeClassConfig(_Model):
+class NodeClassConfig(ConfigModel):
     """What the stack's EC2NodeClass needs from an existing cluster: the IAM identity of the GPU nodes (one that
     can join the cluster: an EC2_LINUX access entry or an aws-auth mapping) and where they launch."""
 
@@ -1174,7 +1088,7 @@ class NodeClassConfig(_Model):
         return self
 
 
-class KarpenterGatesConfig(_Model):
+class KarpenterGatesConfig(ConfigModel):
     """The feature gates the existing Karpenter runs with, as its chart's settings.featureGates spells them: the
     stack needs nodeOverlay when a pool has overlays, capacityBuffer when a team keeps headroom."""
 
@@ -1188,7 +1102,7 @@ class KarpenterGatesConfig(_Model):
     )
 
 
-class ExistingKarpenterConfig(_Model):
+class ExistingKarpenterConfig(ConfigModel):
     """The Karpenter that already runs in the cluster; `pulumi up` reads its Deployment to check the gates."""
 
     version: Annotated[str, AfterValidator(_karpenter_version)] = Field(
@@ -1206,7 +1120,7 @@ class ExistingKarpenterConfig(_Model):
     )
 
 
-class ExistingClusterConfig(_Model):
+class ExistingClusterConfig(ConfigModel):
     """An EKS cluster that exists, with Karpenter running: the stack installs only the GPU layer, through one
     Kubernetes provider, and creates no AWS resource (docs/existing-cluster.md)."""
 
@@ -1230,7 +1144,7 @@ class ExistingClusterConfig(_Model):
         return self
 
 
-class ChartSourceConfig(_Model):
+class ChartSourceConfig(ConfigModel):
     """Where the Helm releases take their charts instead of the public repositories (air-gapped installs)."""
 
     folder: NonEmpty | None = Field(
@@ -1251,7 +1165,7 @@ class ChartSourceConfig(_Model):
         return self
 
 
-class StackConfig(_Model):
+class StackConfig(ConfigModel):
     """The whole stack: cluster, controllers, GPU pools and the teams that share them."""
 
     region: str = Field(pattern=r"^[a-z]{2}(-gov)?-[a-z]+-[0-9]$", description="AWS region of the stack")
@@ -1369,3 +1283,28 @@ PATTERN_RULES: dict[str, str] = {
     SECRET_KEY: "a key of a Secret's data: letters, digits, '-', '_' and '.', e.g. webhook-url",
     r"^[#@][^\s#@]{1,80}$": "a Slack channel like #gpu-alerts, or a user like @someone, without spaces",
 }
+
+__all__ = [
+    "CONFIG_KEYS",
+    "CONTAINER_DEFAULT_CPU",
+    "CONTAINER_DEFAULT_MEMORY",
+    "PATTERN_RULES",
+    "PROJECT",
+    "AlertReceiverConfig",
+    "ClusterConfig",
+    "ConsolidationPolicy",
+    "ExistingClusterConfig",
+    "ExistingKarpenterConfig",
+    "HeadroomConfig",
+    "HeadroomShapeConfig",
+    "MonitoringConfig",
+    "NetworkConfig",
+    "PoolConfig",
+    "Priority",
+    "SecurityGroupSelectorTermConfig",
+    "StackConfig",
+    "SubnetSelectorTermConfig",
+    "TeamConfig",
+    "principal_key",
+    "trusted_registries_context",
+]
