@@ -3,7 +3,7 @@ program) becomes a StackConfig, or ConfigErrors naming every bad key.
 
 Above the domain layer on purpose: the cross-key checks it runs (gpushare/checks/, one module per config section:
 catalog membership, what a pool's nodes register, what a team's pools can supply) call `capacity.py`, which itself
-reads the typed models of `config.py`. The order it runs them in is the order their problems are reported in.
+reads the typed models of `gpushare/config/`. The order it runs them in is the order their problems are reported in.
 """
 
 from __future__ import annotations

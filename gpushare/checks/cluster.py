@@ -115,7 +115,7 @@ def check_principals_once(config: StackConfig) -> list[ConfigError]:
         seen = first.setdefault(principal_key(arn), key)
         if role in node_roles:
             message = f"the stack creates role {node_roles[role]} and gives it a node access entry"
-        elif seen != key and not key.startswith(f"{PROJECT}:cluster."):  # repeats among admins are config.py's
+        elif seen != key and not key.startswith(f"{PROJECT}:cluster."):  # repeats among admins: config/cluster.py
             message = f"already {seen}"
         else:
             continue
