@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from gpushare.loader import load_stack_config
+from tests.conftest import PLAN_DATE, raw_stack
 from tests.gpushare.mutations import assert_one_line_names_the_key, both, set_key
 
 BAD_VERSIONS = [
@@ -35,3 +37,20 @@ BAD_VERSIONS = [
 @pytest.mark.parametrize(("mutate", "expected"), [c[1:] for c in BAD_VERSIONS], ids=[c[0] for c in BAD_VERSIONS])
 def test_bad_versions_names_the_key(mutate, expected):
     assert_one_line_names_the_key(mutate, expected)
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "pool_change"),
+    [
+        ("gpushare:karpenter.chartVersion", "1.14.0", {"consolidationPolicy": "Balanced"}),
+        ("gpushare:karpenter.chartVersion", "1.13.0", {"consolidationPolicy": "WhenEmptyOrUnderutilized"}),
+        ("gpushare:nvidiaDevicePlugin", {"chartVersion": "0.12.0"}, None),
+    ],
+    ids=["Balanced from 1.14", "the older policies on 1.13", "time-slicing from plugin 0.12"],
+)
+def test_features_within_the_version_held_are_accepted(key, value, pool_change):
+    raw = raw_stack("dev")
+    set_key(key, value)(raw)
+    if pool_change is not None:
+        raw["gpushare:pools"][0]["disruption"] = pool_change
+    load_stack_config(raw, today=PLAN_DATE)

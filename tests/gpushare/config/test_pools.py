@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+from typing import get_args
+
 import pytest
 
+from gpushare import karpenter_api
+from gpushare.config import ConsolidationPolicy
+from gpushare.loader import load_stack_config
+from tests.conftest import PLAN_DATE, raw_stack
 from tests.gpushare.mutations import assert_one_line_names_the_key, both, set_key
 
 BAD_POOLS = [
@@ -94,3 +100,24 @@ BAD_POOLS = [
 @pytest.mark.parametrize(("mutate", "expected"), [c[1:] for c in BAD_POOLS], ids=[c[0] for c in BAD_POOLS])
 def test_bad_pools_names_the_key(mutate, expected):
     assert_one_line_names_the_key(mutate, expected)
+
+
+@pytest.mark.parametrize(
+    "budget",
+    [
+        {"nodes": "100%", "schedule": "@daily", "duration": "1h30m"},
+        {"nodes": 0, "schedule": "*/30 9-17 1,15 JAN-jun mon-fri", "duration": "30m0s"},
+        {"nodes": "0", "schedule": "0  15 * * sun,sat", "duration": "9h"},
+        {"nodes": "5", "schedule": "0 0 31 2 mon", "duration": "1h"},
+    ],
+)
+def test_budgets_karpenter_accepts_are_accepted(budget):
+    raw = raw_stack("dev")
+    raw["gpushare:pools"][1]["disruption"]["budgets"] = [budget]
+    assert (
+        load_stack_config(raw, today=PLAN_DATE).pool("g4dn-shared").disruption.budgets[0].schedule == budget["schedule"]
+    )
+
+
+def test_config_takes_the_consolidation_policies_karpenter_takes():
+    assert get_args(ConsolidationPolicy) == karpenter_api.CONSOLIDATION_POLICIES
