@@ -24,9 +24,10 @@ from components.tenancy import TeamAccessArgs, TeamObjects, Tenancy, TenancyArgs
 from gpushare import names
 from gpushare.capacity import pool_plans
 from gpushare.charts import choose_charts, folder_archives
+from gpushare.checks.ineffective import ineffective_keys
 from gpushare.errors import UserError
 from gpushare.existing import needed_gates, stated_cluster
-from gpushare.loader import ineffective_keys, load_stack_config
+from gpushare.loader import load_stack_config
 from gpushare.render import iam
 from gpushare.render.hami import mock_device_plugin_objects
 from gpushare.render.headroom import headroom_objects

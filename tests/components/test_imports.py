@@ -15,4 +15,8 @@ def test_component_imports_neither_config_nor_renderer(component):
     tree = ast.parse((ROOT / "components" / f"{component}.py").read_text())
     imported = [node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)]
     imported += [alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names]
-    assert not [name for name in imported if name.startswith(("gpushare.config", "gpushare.loader", "gpushare.render"))]
+    assert not [
+        name
+        for name in imported
+        if name.startswith(("gpushare.config", "gpushare.loader", "gpushare.checks", "gpushare.render"))
+    ]
