@@ -58,6 +58,9 @@ def wait_for(what: str, condition: Callable[[], bool], timeout_s: float, interva
 class Rig:
     bin_dir: Path
     work_dir: Path
+    # As EKS allows: the NVIDIA device plugin chart's MPS control daemon is privileged. Only the engine phase, which
+    # installs the real charts, needs it; the scenarios' rig keeps kube-apiserver's default.
+    allow_privileged: bool = False
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
 
     @property
@@ -143,8 +146,7 @@ class Rig:
                 f"--service-account-signing-key-file={key}",
                 f"--token-auth-file={self.work_dir / 'tokens.csv'}",
                 "--authorization-mode=RBAC",
-                # As EKS: the NVIDIA device plugin chart's MPS control daemon is privileged.
-                "--allow-privileged=true",
+                *(["--allow-privileged=true"] if self.allow_privileged else []),
             ],
         )
         timings["kube-apiserver"] = wait_for("kube-apiserver /readyz", self._api_ready, 120)

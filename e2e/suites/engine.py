@@ -274,7 +274,7 @@ def run_engine(bin_dir: Path, work: Path) -> int:
     pack_venv = POLICY_PACK / "venv"
     if not pack_venv.exists():
         pack_venv.symlink_to(Path(sys.executable).parent.parent)
-    rig = Rig(bin_dir, work)
+    rig = Rig(bin_dir, work, allow_privileged=True)
     results: list[Result] = []
     try:
         say("engine phase: starting etcd, kube-apiserver, kube-controller-manager, kube-scheduler")
