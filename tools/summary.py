@@ -11,10 +11,11 @@ from collections import Counter
 from typing import Any
 
 from gpushare import names
-from gpushare.capacity import QUOTA, team_quota
+from gpushare.capacity import team_quota
 from gpushare.catalog import load_catalog
 from gpushare.config import StackConfig
 from gpushare.costs import HELM_TYPE, CostPart, quota_needs, stack_cost
+from gpushare.quota import QUOTA
 
 SUMMARY_FILE = "summary.json"
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pydantic import Field, create_model, field_validator, model_validator
 
 from gpushare import names
-from gpushare.capacity import QUOTA
 from gpushare.config.base import DNS_LABEL, ConfigModel, Priority, unique_items
 from gpushare.config.controllers import SchedulerPolicyConfig
 from gpushare.errors import raise_at
+from gpushare.quota import QUOTA
 
 # One field per row of the quota table (capacity.QUOTA), so a quota resource is added in one place.
 QuotaConfig = create_model(

@@ -82,6 +82,7 @@ FACT_MODULES = frozenset(
         "files",
         "hami",
         "capacity",
+        "quota",  # the one table of team quota resources, below capacity
         "pins",
         "eks",
         "metrics",

@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpushare import names
-from gpushare.capacity import QUOTA, limits_key
+from gpushare.capacity import limits_key
+from gpushare.quota import QUOTA
 
 from ..hami import Hami
 from ..rule import Finding, Rule, finding

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpushare import names
-from gpushare.capacity import QUOTA, limits_key, requests_key
+from gpushare.capacity import limits_key, requests_key
+from gpushare.quota import QUOTA
 
 from ..hami import Hami, is_hami_pool
 from ..kube import Pool, pools, quotas_in

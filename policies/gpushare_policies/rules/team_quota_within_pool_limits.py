@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpushare import names
-from gpushare.capacity import QUOTA, limits_key, requests_key, supply, total_supply
+from gpushare.capacity import limits_key, requests_key, supply, total_supply
+from gpushare.quota import QUOTA
 
 from ..kube import Pool, quantity, quotas_in
 from ..pools import pool_view, pools_of_team
