@@ -7,12 +7,17 @@
   plugin, which register through it.
 - The NVIDIA device plugin (nodes its nodeSelector admits: exclusive and time-sliced pools): once the node is
   Ready, register what `e2e.cluster.device_plugins` derives from the release's values and the GPU.
+- KWOK's own race: a pod bound to a node KWOK has only just learned can go unplayed until KWOK's resync, minutes
+  later (seen as a time-sliced pod bound but not Running for 350 s). A pod bound to a KWOK node and still without a
+  pod IP after KWOK_NUDGE_S gets an annotation touched, whose update event KWOK plays: a kubelet would have started
+  it. Nothing of the pod's spec changes.
 A pool listed in `unplugged_pools` gets no device plugin: the ResourceNotRegistered failure.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -28,11 +33,18 @@ KWOK_NODE_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
 # plugins read that stack's HAMi device config.
 RIG_STACK_LABEL = "rig.gpushare.io/stack"
 NVIDIA_REGISTERED_ANNOTATION = "rig.gpushare.io/nvidia-device-plugin"
+# A bound pod KWOK has not played after this long is touched (see the module's docstring), and again as often.
+KWOK_NUDGE_S = 15.0
+KWOK_NUDGE_ANNOTATION = "rig.gpushare.io/kwok-nudged"
 
 
 def _ready(node: dict[str, Any]) -> bool:
     conditions = node.get("status", {}).get("conditions", [])
     return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+
+
+def _kwok_managed(node: dict[str, Any]) -> bool:
+    return node["metadata"].get("annotations", {}).get(KWOK_NODE_ANNOTATION[0]) == KWOK_NODE_ANNOTATION[1]
 
 
 class NodeAgent(threading.Thread):
@@ -54,6 +66,9 @@ class NodeAgent(threading.Thread):
         self.hami_nodes: set[str] = set()
         self.failure: Exception | None = None
         self._stop_requested = threading.Event()
+        # Pod uid -> when this agent first saw it bound but unplayed, and when it last touched it.
+        self._unplayed_since: dict[str, float] = {}
+        self._last_pod_scan = 0.0
 
     def stop(self) -> None:
         self._stop_requested.set()
@@ -67,6 +82,7 @@ class NodeAgent(threading.Thread):
                 self.hami_nodes &= {node["metadata"]["name"] for node in nodes}
                 for node in nodes:
                     self._tend(node)
+                self._nudge_unplayed_pods({n["metadata"]["name"] for n in nodes if _kwok_managed(n)})
             except ApiError as error:
                 if error.status != 409 and error.status != 404:  # node changed or went meanwhile: next round
                     self.failure = error
@@ -74,6 +90,24 @@ class NodeAgent(threading.Thread):
             except RigError as error:
                 self.failure = error
                 return
+
+    def _nudge_unplayed_pods(self, kwok_nodes: set[str]) -> None:
+        """Touch the pods KWOK left bound but unplayed for KWOK_NUDGE_S (the module's docstring says why)."""
+        now = time.monotonic()
+        if now - self._last_pod_scan < KWOK_NUDGE_S / 3:
+            return
+        self._last_pod_scan = now
+        unplayed = {}
+        for pod in self.api.items("/api/v1/pods?fieldSelector=status.phase%3DPending"):
+            metadata, spec, status = pod["metadata"], pod["spec"], pod.get("status", {})
+            if spec.get("nodeName") in kwok_nodes and "podIP" not in status and "deletionTimestamp" not in metadata:
+                uid = metadata["uid"]
+                unplayed[uid] = since = self._unplayed_since.get(uid, now)
+                if now - since >= KWOK_NUDGE_S:
+                    path = f"/api/v1/namespaces/{metadata['namespace']}/pods/{metadata['name']}"
+                    self.api.merge_patch(path, {"metadata": {"annotations": {KWOK_NUDGE_ANNOTATION: str(int(now))}}})
+                    unplayed[uid] = now
+        self._unplayed_since = unplayed
 
     def _patch_status(self, name: str, resources: dict[str, int]) -> None:
         amounts = {resource: str(amount) for resource, amount in resources.items()}
@@ -85,7 +119,7 @@ class NodeAgent(threading.Thread):
     def _tend(self, node: dict[str, Any]) -> None:
         metadata = node["metadata"]
         annotations = metadata.get("annotations", {})
-        if annotations.get(KWOK_NODE_ANNOTATION[0]) != KWOK_NODE_ANNOTATION[1]:
+        if not _kwok_managed(node):
             return
         name = metadata["name"]
         labels = metadata.get("labels", {})
