@@ -24,7 +24,7 @@ test: $(VENV)/.installed ## run the whole suite (unit, golden, wiring, policies)
 	$(PY) -m pytest -q -n auto --dist loadfile
 
 unit: $(VENV)/.installed ## the quick loop: the whole suite but the tests that run the whole program (marker plan)
-	$(PY) -m pytest -q -m "not plan"
+	$(PY) -m pytest -q -n auto -m "not plan"
 
 lint: $(VENV)/.installed ## ruff lint and format check
 	$(VENV)/bin/ruff check .
