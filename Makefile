@@ -7,7 +7,7 @@ CONFIG ?= Pulumi.$(STACK).yaml
 POLICY_CONFIG ?=
 POLICY_FLAG = $(if $(POLICY_CONFIG),--policy-config $(POLICY_CONFIG))
 
-.PHONY: help test unit lint plan check diff golden docs bench rules-test admission-test e2e engine simulate pack clean
+.PHONY: help test unit lint plan check diff golden docs bench rules-test admission-test e2e chaos engine simulate try pack clean
 # A bare `make` lists the targets.
 .DEFAULT_GOAL := help
 
@@ -57,6 +57,9 @@ e2e: $(VENV)/.installed ## offline cluster: real kube-apiserver, Karpenter and K
 	$(PY) -m e2e
 	$(PY) -m e2e --engine
 
+chaos: $(VENV)/.installed ## offline cluster faults: HAMi, Karpenter, a node's device plugins and the API server killed, a GPU node lost, a burst; invariants checked throughout (needs Go; docs/faults.md)
+	$(PY) -m e2e --chaos
+
 engine: $(VENV)/.installed ## only the engine phase of make e2e: pulumi up, preview, policy pack, a change, destroy (needs Go; docs/engine.md)
 	$(PY) -m e2e --engine
 
@@ -64,9 +67,13 @@ simulate: $(VENV)/.installed ## a workload mix, or a day (a trace, or a pod list
 	@test -n "$(WORKLOAD)" || { echo "usage: make simulate WORKLOAD=examples/workloads/inference-day.yaml [RUNS=3] [SPEEDS=20,60] | WORKLOAD=pods.csv MAPPING=mapping.yaml" >&2; exit 2; }
 	$(PY) -m e2e --simulate $(WORKLOAD) $(if $(MAPPING),--mapping $(MAPPING)) $(if $(RUNS),--runs $(RUNS)) $(if $(SPEEDS),--speeds $(SPEEDS))
 
-pack: $(VENV)/.installed ## the cheapest nodes for a fixed mix, proven by CP-SAT, no cluster (STACK= packs it on another stack's pools)
-	@test -n "$(WORKLOAD)" || { echo "usage: make pack WORKLOAD=examples/workloads/inference-mix.yaml [STACK=dev|prod]" >&2; exit 2; }
-	$(PY) -m tools.pack --workload $(WORKLOAD) $(if $(filter command line environment,$(origin STACK)),--stack $(STACK))
+try: $(VENV)/.installed ## a team's own manifests (PODS=file or folder, TEAM=team, STACK=dev|prod) placed on the offline cluster: what happened to each workload, and why
+	@test -n "$(PODS)" -a -n "$(TEAM)" || { echo "usage: make try PODS=examples/try TEAM=ml-research [STACK=dev|prod]" >&2; exit 2; }
+	$(PY) -m e2e --try $(PODS) --team $(TEAM) --stack $(STACK)
+
+pack: $(VENV)/.installed ## the cheapest nodes for a fixed mix, or a replayed pod list at a moment (MAPPING=, AT=HH:MM), proven by CP-SAT, no cluster (STACK= packs a mix on another stack's pools)
+	@test -n "$(WORKLOAD)" || { echo "usage: make pack WORKLOAD=examples/workloads/inference-mix.yaml [STACK=dev|prod] | WORKLOAD=pods.csv MAPPING=mapping.yaml AT=14:00" >&2; exit 2; }
+	$(PY) -m tools.pack --workload $(WORKLOAD) $(if $(filter command line environment,$(origin STACK)),--stack $(STACK)) $(if $(MAPPING),--mapping $(MAPPING)) $(if $(AT),--at $(AT))
 
 admission-test: $(VENV)/.installed ## run the team admission policies on sample pods with kube-apiserver's CEL code (needs Go)
 	$(PY) -m tools.admission_check

@@ -1,16 +1,18 @@
 """`make e2e` and `make simulate`: build the rig's binaries (network: the Go module proxy), then run offline.
 
     python -m e2e [--scenario NAME ...]
+    python -m e2e --chaos                       (the fault scenarios: docs/faults.md)
     python -m e2e --engine                      (the engine phase: docs/engine.md)
     python -m e2e --simulate FILE [--runs N] [--speeds S,S]
     python -m e2e --simulate PODS --mapping FILE [--runs N] [--speeds S,S]
+    python -m e2e --try PODS --team TEAM [--stack dev|prod]   (make try: docs/try.md)
 
 The build runs here; the cluster runs in `e2e.run` inside a private network namespace (`unshare --net`), so
 nothing the rig starts is reachable from outside this machine's loopback. A day (a trace, or a replayed pod list)
 runs once per speed, stack variant and run, each on a fresh rig, and the runs are gathered into
 build/e2e/simulate.json and simulate.md.
-Exit 0: every scenario passed (or the simulation ran); 1: a scenario failed; 2: bad input, or the rig could
-not be built or started.
+Exit 0: every scenario passed (or the simulation ran); 1: a scenario failed, or a simulated day broke the rig's
+invariants; 2: bad input, or the rig could not be built or started.
 """
 
 from __future__ import annotations
@@ -25,11 +27,13 @@ from pathlib import Path
 
 from e2e.cluster.build import build
 from e2e.cluster.errors import RigError
+from e2e.cluster.helm import charts_folder
 from e2e.run import REPORT_DIR, RUNS_DIR, parse_args
 from e2e.simulator import report as day_report
 from e2e.simulator.demand import Demand
 from e2e.simulator.mix import Workload, load_simulation
 from e2e.simulator.variants import BASELINE, trace_variant_plan
+from e2e.tryout.main import checked
 from gpushare.errors import UserError
 
 
@@ -67,6 +71,12 @@ def _gather(path: Path, day: Demand) -> None:
 def main(argv: list[str]) -> int:
     args = parse_args(argv)  # reject bad arguments (and a bad simulation file) before a long build
     day = None
+    if args.try_path is not None:
+        _, problems = checked(args.try_path, args.team, args.stack)
+        for line in problems:
+            print(f"e2e: {line}", file=sys.stderr)
+        if problems:
+            return 2
     if args.simulate is not None:
         simulation, problems = _checked(args.simulate, args.mapping)
         for line in problems:
@@ -77,6 +87,11 @@ def main(argv: list[str]) -> int:
         if day is None and (args.runs != 1 or args.speeds):
             print("e2e: --runs and --speeds repeat a day; a fixed mix runs once", file=sys.stderr)
             return 2
+    try:
+        charts_folder()  # every run renders or installs the stack's charts: say so before a long build
+    except RigError as error:
+        print(f"e2e: {error}", file=sys.stderr)
+        return 2
     if shutil.which("unshare") is None:
         print("e2e: needs unshare (util-linux) to run the rig in its own network namespace", file=sys.stderr)
         return 2
@@ -96,16 +111,18 @@ def main(argv: list[str]) -> int:
     for old in REPORT_DIR.glob("simulate-*.png"):
         old.unlink()
     replayed = ["--mapping", str(args.mapping)] if args.mapping else []
+    broken = False  # a run that broke the rig's invariants (exit 1) is still gathered with the others
     for speed in args.speeds or [day.seconds_per_hour]:
         for variant in [BASELINE, *(v.name for v in day.variants)]:
             for run in range(1, args.runs + 1):
                 child = [*command, "--simulate", str(args.simulate), *replayed, "--variant", variant]
                 child += ["--run", str(run), "--speed", str(speed)]
                 code = subprocess.run(child, check=False).returncode
-                if code != 0:
+                if code not in (0, 1):
                     return code
+                broken = broken or code == 1
     _gather(args.simulate, day)
-    return 0
+    return 1 if broken else 0
 
 
 if __name__ == "__main__":

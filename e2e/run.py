@@ -34,6 +34,7 @@ from e2e.suites import report
 from e2e.suites.base import Result
 from e2e.suites.engine import run_engine
 from e2e.suites.runner import (
+    CHAOS,
     RUNNING_STACK,
     SCENARIOS,
     left_out,
@@ -43,11 +44,14 @@ from e2e.suites.runner import (
     team_keys_of,
     tenants_of,
 )
+from e2e.tryout.main import main as try_main
 from gpushare.paths import PROJECT_ROOT
 
 REPORT_DIR = PROJECT_ROOT / "build" / "e2e"
 # One document per (variant, run) of a trace; `python -m e2e` gathers them into simulate.json and simulate.md.
 RUNS_DIR = REPORT_DIR / "simulate-runs"
+# make chaos's report and logs, beside make e2e's.
+CHAOS_DIR = REPORT_DIR / "chaos"
 # The plan the suites run: the running stack with a tenant per scenario (e2e.cluster.tenants).
 RIG_STACK = "rig"
 
@@ -69,8 +73,16 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         help="with a day: run it at each of these secondsPerHour (the speed check), instead of the file's own",
     )
     parser.add_argument(
+        "--chaos", action="store_true", help="run the fault scenarios instead of make e2e's (make chaos)"
+    )
+    parser.add_argument(
         "--engine", action="store_true", help="run the engine phase instead: pulumi up .. destroy (make engine)"
     )
+    parser.add_argument(
+        "--try", dest="try_path", type=Path, metavar="PODS", help="place a team's manifests (a file or folder) instead"
+    )
+    parser.add_argument("--team", help="with --try: the team whose namespace runs them")
+    parser.add_argument("--stack", default="dev", help="with --try: the stack the cluster runs (default dev)")
     parser.add_argument("--variant", default=BASELINE, help=argparse.SUPPRESS)
     parser.add_argument("--run", type=int, default=1, help=argparse.SUPPRESS)
     parser.add_argument("--speed", type=int, help=argparse.SUPPRESS)
@@ -78,10 +90,16 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.engine and (args.simulate is not None or args.scenario):
         parser.error("--engine runs the engine phase alone: drop --scenario and --simulate")
+    if args.chaos and (args.simulate is not None or args.engine):
+        parser.error("--chaos runs the fault scenarios: drop --simulate and --engine")
     if args.simulate is not None and args.scenario:
         parser.error("--simulate runs a workload, not scenarios: drop --scenario")
     if args.runs < 1:
         parser.error(f"--runs {args.runs}: run at least once")
+    if args.try_path is not None and (args.engine or args.simulate is not None or args.scenario):
+        parser.error("--try places manifests alone: drop --scenario, --simulate and --engine")
+    if (args.try_path is None) != (args.team is None):
+        parser.error("--try PODS and --team TEAM go together")
     if args.mapping is not None and args.simulate is None:
         parser.error("--mapping goes with --simulate PODS (the pod list it maps)")
     return args
@@ -119,13 +137,16 @@ def run(args: argparse.Namespace) -> int:
     if isinstance(workload, Demand) and args.speed is not None:
         workload = replace(workload, seconds_per_hour=args.speed)
     running_stack = workload.stack if workload else RUNNING_STACK
-    selected = [] if workload else (args.scenario or list(SCENARIOS))
+    default = list(CHAOS) if args.chaos else [name for name in SCENARIOS if name not in CHAOS]
+    selected = [] if workload else (args.scenario or default)
     simulation: dict | None = None
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
     work = Path(tempfile.mkdtemp(prefix="gpushare-e2e-"))
     if args.engine:
         signal.signal(signal.SIGTERM, _interrupt)
         return run_engine(args.bin_dir, work)
+    if args.try_path is not None:
+        return try_main(args.try_path, args.team, args.stack, args.bin_dir, work, REPORT_DIR, _commit())
     started = time.monotonic()
     plans = {stack: plan_of(stack, stack_file(stack), work) for stack in ("dev", "prod")}
     tenants = ()
@@ -168,7 +189,8 @@ def run(args: argparse.Namespace) -> int:
                 }
                 simulation = run_document(workload, seen, pools, bounds, identity)
             after = [n for n in selected if not SCENARIOS[n].before_stack]
-            results += run_scenarios(ctx, after, longest_first(REPORT_DIR / "report.json"))
+            order = longest_first((CHAOS_DIR if args.chaos else REPORT_DIR) / "report.json")
+            results += run_scenarios(ctx, after, order)
     except KeyboardInterrupt:
         say("interrupted; stopping the rig")
         return 130
@@ -179,21 +201,25 @@ def run(args: argparse.Namespace) -> int:
         # A second Ctrl-C or SIGTERM must not cut the clean-up short: that would leave the rig running.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        cluster.stop(REPORT_DIR / "logs")
+        cluster.stop((CHAOS_DIR if args.chaos else REPORT_DIR) / "logs")
     elapsed = time.monotonic() - started
     if simulation is not None and isinstance(workload, Demand):
         RUNS_DIR.mkdir(parents=True, exist_ok=True)
         stem = run_stem(simulation)
         (RUNS_DIR / f"{stem}.json").write_text(json.dumps(simulation, indent=2, sort_keys=True) + "\n")
         plot(simulation, REPORT_DIR / f"{stem}.png")
-        return 0
+        broken = (simulation.get("invariants") or {}).get("failed")
+        if broken:
+            say(f"the day broke the rig's invariants: {'; '.join(broken)}")
+        return 1 if broken else 0
     if simulation is not None:
         REPORT_DIR.mkdir(parents=True, exist_ok=True)
         (REPORT_DIR / "simulate.json").write_text(json.dumps(simulation, indent=2, sort_keys=True) + "\n")
         print(simulation_table(simulation))
         return 0
-    report.write(REPORT_DIR, results, elapsed, startup_s)
-    print(report.table(results, elapsed))
+    report_dir = CHAOS_DIR if args.chaos else REPORT_DIR
+    report.write(report_dir, results, elapsed, startup_s, (*report.DEVIATIONS, *cluster.chart_deviations()))
+    print(report.table(results, elapsed, str((report_dir / "report.md").relative_to(PROJECT_ROOT))))
     return 0 if all(result.passed for result in results) else 1
 
 

@@ -175,6 +175,17 @@ def container_limits(
     return limits
 
 
+def pool_container_limits(plan: PoolPlan) -> dict[str, int]:
+    """Resource -> the most one container may ask on this pool alone; a GPU resource not listed is one its nodes
+    never register (a HAMi pool registers no time-sliced replicas, a time-sliced pool no vGPUs, an exclusive pool
+    whole GPUs only). What a pod without a pool selector is placed by: the one team pool that holds it."""
+    if plan.sharing == names.SHARING_HAMI:
+        return per_gpu_limits(plan.capacities)
+    if plan.sharing == names.SHARING_TIMESLICE:
+        return {names.GPU_SHARED: 1}
+    return {names.GPU: max(node.resources[names.GPU] for node in plan.nodes)}
+
+
 # Warm headroom (teams[].headroom): what one warm pod asks, how many of them a node holds in Karpenter's view and in
 # the device plugin's, and what whole nodes the headroom keeps. The config checks, the renderers, the plan summary and
 # the policy pack (reading a CapacityBuffer's PodTemplate) all size buffers with these functions.

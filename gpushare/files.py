@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -36,9 +37,20 @@ _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
 
 def read_yaml(path: Path) -> Any:
     """One YAML document; UserError with line and column for syntax errors, tabs and duplicate keys."""
+    return _loaded(path, lambda text: yaml.load(text, Loader=_UniqueKeyLoader))
+
+
+def read_yaml_documents(path: Path) -> list[Any]:
+    """Every document of a multi-document YAML file (`---` between them), as read_yaml reads one; a syntax error
+    anywhere refuses the whole file, naming line and column (documents after it cannot be told apart)."""
+    return _loaded(path, lambda text: list(yaml.load_all(text, Loader=_UniqueKeyLoader)))
+
+
+def _loaded(path: Path, load: Callable[[str], Any]) -> Any:
+    """`load` of the file's text, every failure a UserError naming the file (and line and column where YAML has one)."""
     try:
         text = path.read_text()
-        return yaml.load(text, Loader=_UniqueKeyLoader)
+        return load(text)
     except OSError as error:
         raise UserError(f"{path}: cannot read ({error.strerror})") from None
     except UnicodeDecodeError:

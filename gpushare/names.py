@@ -35,6 +35,8 @@ NVIDIA_PLUGIN_NODE_LABEL: Final = ("gpushare.io/device-plugin", "nvidia")
 # The scheduler name HAMi's chart runs its scheduler under (values `schedulerName`), which its webhook writes into
 # every pod it admits with a vGPU request.
 HAMI_SCHEDULER_NAME: Final = "hami-scheduler"
+# What the API server sets as a pod's schedulerName when it names none.
+DEFAULT_SCHEDULER_NAME: Final = "default-scheduler"
 # HAMi's admission webhook moves every pod asking for nvidia.com/gpu to hami-scheduler, which cannot place
 # pods on exclusive (non-HAMi) nodes; this label on a pod or namespace makes the webhook skip it.
 HAMI_WEBHOOK_IGNORE: Final = ("hami.io/webhook", "ignore")

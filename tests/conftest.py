@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from gpushare.catalog import Catalog, load_catalog
+from gpushare.compat import has_mutating_admission_policy
 from gpushare.config import StackConfig
 from gpushare.eks import FIXED_PLAN_DAY
 from gpushare.loader import load_stack_config
@@ -33,6 +34,17 @@ _RAW = {stack: read_stack_file(ROOT / f"Pulumi.{stack}.yaml") for stack in SHIPP
 def raw_stack(stack: str) -> dict[str, Any]:
     """A deep copy a test may break freely."""
     return copy.deepcopy(_RAW[stack])
+
+
+def on_minor(raw: dict[str, Any], minor: str) -> dict[str, Any]:
+    """`raw` on Kubernetes `minor`; before 1.36 without the shipped stacks' team keys that only a
+    MutatingAdmissionPolicy applies (schedulerPolicy, a priority other than standard), which the config refuses."""
+    raw["gpushare:cluster"]["kubernetesVersion"] = minor
+    if not has_mutating_admission_policy(minor):
+        for team in raw["gpushare:teams"]:
+            team.pop("schedulerPolicy", None)
+            team["priority"] = "standard"
+    return raw
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import pytest
 
 from gpushare import eks
 from gpushare.loader import load_stack_config
-from tests.conftest import PLAN_DATE, ROOT, raw_stack
+from tests.conftest import PLAN_DATE, ROOT, on_minor, raw_stack
 from tools.offline import run_program
 
 STACKS = ("dev", "prod")
@@ -311,11 +311,8 @@ def test_system_nodes_keep_pods_away_from_the_node_role(plans):
 def test_extended_support_reaches_the_cluster_and_keeps_a_version_past_standard_support():
     """The opt-in is what the EKS cluster gets as its upgrade policy, and it is what lets the program plan 1.34 on
     the day its standard support ends (tests/gpushare/test_eks.py covers the refusals)."""
-    raw = raw_stack("dev")
-    raw["gpushare:cluster"].update(kubernetesVersion="1.34", supportType="EXTENDED")
-    for team in raw["gpushare:teams"]:  # no MutatingAdmissionPolicy before 1.36: the team behaviour it applies goes
-        team.pop("schedulerPolicy", None)
-        team["priority"] = "standard"
+    raw = on_minor(raw_stack("dev"), "1.34")
+    raw["gpushare:cluster"]["supportType"] = "EXTENDED"
     end = eks.load_eks_support().versions["1.34"].end_of_standard_support
     recorded = run_program(raw, "dev", end).recorded
     [cluster] = [r for r in recorded if r["type"] == "eks:index:Cluster"]

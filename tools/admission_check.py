@@ -19,6 +19,7 @@ from typing import Any
 from gpushare import names
 from gpushare.config import StackConfig
 from gpushare.eks import FIXED_PLAN_DAY
+from gpushare.errors import EXIT_BAD_INPUT
 from gpushare.loader import load_stack_config
 from gpushare.paths import PROJECT_ROOT
 from gpushare.render import tenancy
@@ -69,7 +70,7 @@ def check(label: str, actual: Any, expected: Any, failures: list[str]) -> None:
 def main() -> int:
     if shutil.which("go") is None:
         print("make admission-test needs Go (see tools/admission/go.mod)", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
     dev = load_stack_config(read_stack_file(PROJECT_ROOT / "Pulumi.dev.yaml"), today=FIXED_PLAN_DAY)
     hami = {names.GPU: "1", names.GPU_MEMORY: "4000"}
 
@@ -80,7 +81,8 @@ def main() -> int:
         return pod("inference", limits, **spec)
 
     own = {names.HAMI_NODE_POLICY_ANNOTATION: "binpack"}
-    bare, annotated, cpu, classed, system_class, too_big, init_too_big, percent, unselected, *selecting = run(
+    tolerating = [{"key": names.GPU_TAINT["key"], "operator": "Exists"}]
+    bare, annotated, cpu, classed, system_class, too_big, init_too_big, percent, unselected, tolerant, *selecting = run(
         dev,
         "inference",
         [
@@ -98,6 +100,7 @@ def main() -> int:
             ),
             inference({names.GPU: "1", names.GPU_MEMORY_PERCENTAGE: "100"}),
             pod("inference", hami),
+            inference(hami, tolerations=tolerating),
             inference(hami, nodeSelector={names.POOL_LABEL: "g4dn-shared"}),
             inference(hami, affinity=pool_affinity("In", ["g4dn-shared"])),
             inference(hami, nodeSelector={names.POOL_LABEL: "g5-shared"}),
@@ -124,6 +127,13 @@ def main() -> int:
     }
     check("GPU pod priority", {k: bare["pod"]["spec"].get(k) for k in critical}, critical, failures)
     check("CPU pod keeps priority 0", cpu["pod"]["spec"].get("priorityClassName"), None, failures)
+    check(
+        "HAMi pod goes to HAMi's scheduler",
+        bare["pod"]["spec"].get("schedulerName"),
+        names.HAMI_SCHEDULER_NAME,
+        failures,
+    )
+    check("CPU pod keeps its scheduler", cpu["pod"]["spec"].get("schedulerName"), None, failures)
     check("own lower class wins", classed["pod"]["spec"]["priorityClassName"], "gpushare-standard", failures)
     own_pool, own_pool_affinity, *other_pools = selecting
     admitted = (bare, annotated, cpu, classed, percent, own_pool, own_pool_affinity)
@@ -141,10 +151,41 @@ def main() -> int:
         [True] * len(other_pools),
         failures,
     )
+    gpu_toleration = [{"key": names.GPU_TAINT["key"], "operator": "Exists", "effect": names.GPU_TAINT["effect"]}]
+    check("GPU pod gets the GPU pools' toleration", bare["pod"]["spec"].get("tolerations"), gpu_toleration, failures)
+    check("own toleration kept, none added", tolerant["pod"]["spec"].get("tolerations"), tolerating, failures)
+    check("CPU pod gets no toleration", cpu["pod"]["spec"].get("tolerations"), None, failures)
     check(
-        "GPU pod without a pool refused",
-        [m.split(":")[0] for m in unselected["denied"]],
-        ["a pod asking GPUs must select its pool, one of team inference's (g4dn-shared)"],
+        "GPU pod without a pool goes to the team's one pool",
+        (unselected["denied"], unselected["pod"]["spec"].get("nodeSelector")),
+        ([], {names.POOL_LABEL: "g4dn-shared"}),
+        failures,
+    )
+    several, only_a10g, only_shared = run(
+        dev,
+        "ml-research",
+        [
+            pod("ml-research", hami),
+            pod("ml-research", {names.GPU: "1", names.GPU_MEMORY: "20000"}),
+            pod("ml-research", {names.GPU_SHARED: "1"}),
+        ],
+    )
+    check(
+        "GPU pod two pools hold is refused without a pool",
+        [m.split(":")[0] for m in several["denied"]],
+        ["a pod asking GPUs must select its pool, one of team ml-research's (g5-shared, g4dn-shared, g6-timeslice)"],
+        failures,
+    )
+    check(
+        "only the A10G pool holds 20000 MiB",
+        only_a10g["pod"]["spec"].get("nodeSelector"),
+        {names.POOL_LABEL: "g5-shared"},
+        failures,
+    )
+    check(
+        "only the time-sliced pool holds a replica",
+        only_shared["pod"]["spec"].get("nodeSelector"),
+        {names.POOL_LABEL: "g6-timeslice"},
         failures,
     )
     check(
@@ -186,8 +227,8 @@ def main() -> int:
         {names.POOL_LABEL: "g5-shared", names.CAPACITY_TYPE_LABEL: "spot"},
         failures,
     )
-    spot = {names.CAPACITY_TYPE_LABEL: "spot"}
-    check("spot added without a nodeSelector", no_selector["pod"]["spec"].get("nodeSelector"), spot, failures)
+    spot = {names.POOL_LABEL: "g5-shared", names.CAPACITY_TYPE_LABEL: "spot"}
+    check("pool and spot added without a nodeSelector", no_selector["pod"]["spec"].get("nodeSelector"), spot, failures)
     for failure in failures:
         print(f"FAIL {failure}")
     print(f"admission: {'all cases pass' if not failures else f'{len(failures)} failing'}")

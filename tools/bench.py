@@ -1,7 +1,7 @@
 """`make bench`: how long validation, rendering, the offline plan and the policy pack take, how the pack's time
 grows with the stack, how long `make pack`'s exact packing takes for 100 to 500 pods, how long the last `make e2e`
-took and where, and how the offline cluster's wall time per simulated hour grows with the pods of a day (printed,
-never asserted).
+took and where, each fault of the last `make chaos` and its burst, and how the offline cluster's wall time per
+simulated hour grows with the pods of a day (printed, never asserted).
 
     python -m tools.bench [--days 50,150,250]
 
@@ -145,6 +145,30 @@ def offline_cluster(report: Path) -> None:
         print(f"  {scenario['name']:<28} {scenario.get('seconds', 0):6.0f} s  waited: {waited or '-'}")
 
 
+CHAOS_REPORT = PROJECT_ROOT / "build" / "e2e" / "chaos" / "report.json"
+
+
+def faults(report: Path) -> None:
+    """The last `make chaos` on this machine: each fault's recovery time, and the burst's time to all placed."""
+    try:
+        document = json.loads(report.read_text())
+    except (OSError, ValueError):
+        print(f"make chaos: no report at {report.relative_to(PROJECT_ROOT)}; run make chaos first")
+        return
+    scenarios = document["scenarios"]
+    passed = sum(s["passed"] for s in scenarios)
+    print(f"make chaos (last run, {passed}/{len(scenarios)} passed): {document['seconds']:.0f} s in all")
+    for scenario in scenarios:
+        figures = scenario.get("figures", {})
+        if "recovery_s" in figures:
+            print(f"  {scenario['name']:<28} recovered in {figures['recovery_s']:.0f} s")
+        elif "seconds_to_all_placed" in figures:
+            print(
+                f"  {scenario['name']:<28} {figures['admitted']} of {figures['created']} pods admitted, all placed "
+                f"in {figures['seconds_to_all_placed']:.0f} s"
+            )
+
+
 RUNS = PROJECT_ROOT / "build" / "e2e" / "simulate-runs"
 # A bench day: the production day's two busiest hours, at the default speed.
 BENCH_MAPPING = """\
@@ -242,6 +266,7 @@ def main(argv: list[str]) -> None:
     growth(run_program(read_stack_file(PROJECT_ROOT / "Pulumi.dev.yaml"), "dev", TODAY).recorded)
     packing(config)
     offline_cluster(E2E_REPORT)
+    faults(CHAOS_REPORT)
     simulated_days()
 
 

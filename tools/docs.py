@@ -27,7 +27,7 @@ from e2e.suites.runner import SCENARIOS
 from gpushare import images, versions
 from gpushare.catalog import load_catalog
 from gpushare.config import PATTERN_RULES, PROJECT, StackConfig
-from gpushare.errors import UserError
+from gpushare.errors import EXIT_BAD_INPUT, UserError
 from gpushare.hami import SharingProfile, node_capacity, smallest_memory_factor
 from gpushare.paths import PROJECT_ROOT
 from policies.gpushare_policies.registry import RULES
@@ -296,7 +296,7 @@ def main(root: Path = PROJECT_ROOT) -> int:
         updated = {page: update_page(page, text) for page, text in current.items()}
     except UserError as error:
         print(f"error: {error}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
     stale = [page for page in current if updated[page] != current[page]]
     for page in stale:
         (root / page).write_text(updated[page])

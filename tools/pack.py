@@ -3,9 +3,12 @@ cluster: per pool the nodes by type, $/h, GPU memory and cores used against what
 lower bound and gap, and beside them what first-fit and one pod per whole GPU cost (docs/packing.md).
 
     python -m tools.pack --workload examples/workloads/inference-mix.yaml [--stack prod] [--out build]
+    python -m tools.pack --workload pods.csv --mapping mapping.yaml --at 14:00
 
 The mix is read and validated as `make simulate` reads it (bad input: one line per problem, exit 2, nothing
-written); `--stack` packs the same pods on another stack's pools. The figures also go to <out>/pack.json.
+written); `--stack` packs the same pods on another stack's pools. With `--mapping` the workload is a pod list
+`make simulate` replays, and the pods it has alive at `--at` (a time of the replayed day) are packed on the
+mapping's stack. The figures also go to <out>/pack.json.
 """
 
 from __future__ import annotations
@@ -17,11 +20,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from e2e.simulator.demand import Demand, PodRequests, clock
 from e2e.simulator.exact import INFEASIBLE, UNKNOWN, Limit, exact_packing
 from e2e.simulator.group_checks import stack_config
 from e2e.simulator.hami_rules import placement_problems
 from e2e.simulator.mix import TRACE_KEYS, Workload, pod_shapes, pool_kinds, workload_problems
+from e2e.simulator.oracle import pod_shape
 from e2e.simulator.packing import NodeType, PodShape, best_packing
+from e2e.simulator.replay import load_replay
 from gpushare.catalog import load_catalog
 from gpushare.errors import EXIT_BAD_INPUT, UserError
 from gpushare.files import read_yaml
@@ -86,15 +92,66 @@ def pool_report(pool: str, pods: list[PodShape], kinds: list[NodeType], limit: L
     }
 
 
-def pack(workload: Workload, config: dict[str, Any]) -> dict[str, Any]:
-    """Every pool of the mix packed; totals over them."""
-    stack = stack_config(config)
-    if stack is None:
-        raise UserError(f"Pulumi.{workload.stack}.yaml does not load: `make plan STACK={workload.stack}` names why")
-    kinds = pool_kinds(stack, load_catalog())
-    pools = {}
-    for pool in sorted({group.pool for group in workload.pods}):
-        pools[pool] = pool_report(pool, pod_shapes(workload, pool), *kinds[pool])
+def _at_minute(text: str, hours: int) -> float | None:
+    """`HH:MM` as a minute of a replayed day of `hours` hours, or None when it is not one."""
+    parts = text.split(":")
+    if len(parts) != 2 or not all(part.isdigit() and len(part) == 2 for part in parts):
+        return None
+    minute = int(parts[0]) * 60 + int(parts[1])
+    return float(minute) if int(parts[1]) < 60 and minute < hours * 60 else None
+
+
+def load_moment(pods: Path, mapping: Path, at: str) -> tuple[Demand, float]:
+    """The replayed day (validated as `make simulate` validates it) and `at` as its minute; UserError lists every
+    problem, the list's and the mapping's with `--at`'s."""
+    configs = {stack: read_stack_file(PROJECT_ROOT / f"Pulumi.{stack}.yaml") for stack in ("dev", "prod")}
+    problems: list[str] = []
+    try:
+        demand = load_replay(pods, mapping, configs)
+    except UserError as error:
+        problems += str(error).splitlines()
+        demand = None
+    minute = _at_minute(at, demand.hours if demand is not None else 24)
+    if minute is None:
+        hours = demand.hours if demand is not None else 24
+        problems.append(
+            f"--at: {at!r} is not a time of the replayed day; write HH:MM from 00:00 to {clock(hours * 60 - 1)}"
+        )
+    if problems or demand is None or minute is None:
+        raise UserError("\n".join(problems))
+    return demand, minute
+
+
+def moment_pods(demand: Demand, minute: float, sharing: dict[str, str]) -> dict[str, list[PodShape]]:
+    """Pool -> the pods the day has alive at `minute`, as asked (each replayed pod from its creation to its
+    deletion; a Deployment at its count then), not what a quota would admit."""
+    alive: list[PodRequests] = []
+    for batch in demand.batches:
+        if batch.minute <= minute < batch.ends:
+            alive += [batch.group] * batch.count
+    counts: dict[str, tuple[PodRequests, int]] = {}
+    for change in sorted(demand.changes, key=lambda change: change.minute):
+        if change.minute <= minute:
+            counts[change.group.name] = (change.group, change.replicas)
+    alive += [group for group, replicas in counts.values() for _ in range(replicas)]
+    found: dict[str, list[PodShape]] = {}
+    for group in alive:
+        found.setdefault(group.pool, []).append(pod_shape(group, sharing[group.pool]))
+    return found
+
+
+def mix_pods(workload: Workload) -> dict[str, list[PodShape]]:
+    """Pool -> the mix's pods on it."""
+    return {pool: pod_shapes(workload, pool) for pool in sorted({group.pool for group in workload.pods})}
+
+
+def pack(stack: str, pods: dict[str, list[PodShape]], config: dict[str, Any]) -> dict[str, Any]:
+    """Every pool's pods packed; totals over them."""
+    parsed = stack_config(config)
+    if parsed is None:
+        raise UserError(f"Pulumi.{stack}.yaml does not load: `make plan STACK={stack}` names why")
+    kinds = pool_kinds(parsed, load_catalog())
+    pools = {pool: pool_report(pool, pods[pool], *kinds[pool]) for pool in sorted(pods)}
     totals = {
         key: round(sum(p[key] or 0 for p in pools.values()), 3)
         for key in (
@@ -104,7 +161,7 @@ def pack(workload: Workload, config: dict[str, Any]) -> dict[str, Any]:
             "one_pod_per_whole_gpu_usd_per_hour",
         )
     }
-    return {"stack": workload.stack, "pools": pools, "total": totals}
+    return {"stack": stack, "pools": pools, "total": totals}
 
 
 def _percent(part: int, whole: int) -> str:
@@ -112,7 +169,11 @@ def _percent(part: int, whole: int) -> str:
 
 
 def table(result: dict[str, Any]) -> str:
-    lines = [f"stack {result['stack']}"]
+    moment = result.get("moment")
+    where = f": the pods {moment['pods']} has alive at {moment['at']}" if moment else ""
+    lines = [f"stack {result['stack']}{where}"]
+    if not result["pools"]:
+        lines.append("no pods to pack")
     for name, pool in result["pools"].items():
         nodes = ", ".join(f"{n} x {t}" for t, n in pool["nodes_by_type"].items()) or "none"
         first_fit = ", ".join(f"{n} x {t}" for t, n in pool["first_fit_nodes_by_type"].items()) or "none"
@@ -135,15 +196,40 @@ def table(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _run(args: argparse.Namespace) -> dict[str, Any]:
+    """The packing the arguments ask for: a fixed mix, or a replayed pod list's moment."""
+    if args.mapping is None:
+        if args.at is not None:
+            raise UserError("--at: a moment of a replayed day; give the pod list's --mapping with it")
+        workload, config = load(args.workload, args.stack)
+        return pack(workload.stack, mix_pods(workload), config)
+    if args.stack is not None or args.at is None:
+        raise UserError(
+            "--mapping: a replayed pod list is packed at one moment (--at HH:MM) on its mapping's stack (no --stack)"
+        )
+    demand, minute = load_moment(args.workload, args.mapping, args.at)
+    config = read_stack_file(PROJECT_ROOT / f"Pulumi.{demand.stack}.yaml")
+    parsed = stack_config(config)
+    sharing = {pool.name: pool.sharing for pool in parsed.pools} if parsed is not None else {}
+    result = pack(demand.stack, moment_pods(demand, minute, sharing), config)
+    return {**result, "moment": {"pods": str(args.workload), "mapping": str(args.mapping), "at": args.at}}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="make pack", description=__doc__.splitlines()[0])
-    parser.add_argument("--workload", type=Path, required=True, help="a fixed mix, e.g. examples/workloads/*-mix.yaml")
-    parser.add_argument("--stack", choices=("dev", "prod"), help="pack on this stack's pools (default: the mix's)")
+    parser.add_argument(
+        "--workload",
+        type=Path,
+        required=True,
+        help="a fixed mix (examples/workloads/*-mix.yaml), or with --mapping a pod list",
+    )
+    parser.add_argument("--stack", choices=("dev", "prod"), help="pack a mix on this stack's pools (default: its own)")
+    parser.add_argument("--mapping", type=Path, help="the pod list's mapping file, as make simulate replays it")
+    parser.add_argument("--at", help="with --mapping: the moment of the replayed day whose pods are packed (HH:MM)")
     parser.add_argument("--out", type=Path, default=Path("build"), help="output folder (default: build)")
     args = parser.parse_args(argv)
     try:
-        workload, config = load(args.workload, args.stack)
-        result = pack(workload, config)
+        result = _run(args)
     except UserError as error:
         for line in str(error).splitlines():
             print(f"error: {line}", file=sys.stderr)

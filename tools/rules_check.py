@@ -19,6 +19,7 @@ from pathlib import Path
 
 from gpushare import metrics
 from gpushare.eks import FIXED_PLAN_DAY
+from gpushare.errors import EXIT_BAD_INPUT
 from gpushare.loader import load_stack_config
 from gpushare.paths import PROJECT_ROOT
 from gpushare.render import alerts
@@ -44,7 +45,7 @@ def main() -> int:
     config = load_stack_config(read_stack_file(STACK_FILE), today=FIXED_PLAN_DAY)
     if not config.monitoring.enabled:
         print(f"{STACK_FILE.name}: gpushare:monitoring is not enabled; nothing to test", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
     bin_dir = build_tools()
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / RULES_FILE).write_text(dump({"groups": alerts.rule_groups(config)}))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import ssl
 import urllib.error
@@ -47,7 +48,8 @@ class Api:
             except ValueError:
                 message = raw.decode(errors="replace")
             raise ApiError(error.code, message) from None
-        except (urllib.error.URLError, TimeoutError) as error:
+        except (urllib.error.URLError, TimeoutError, ConnectionError, http.client.HTTPException) as error:
+            # A server killed mid-request (a fault scenario restarts it) closes the connection without an answer.
             raise RigError(f"API server {self.server} unreachable: {error}") from None
         return json.loads(raw) if raw else None
 
@@ -67,7 +69,7 @@ class Api:
                         yield json.loads(line)
         except urllib.error.HTTPError as error:
             raise ApiError(error.code, error.read().decode(errors="replace")) from None
-        except (urllib.error.URLError, TimeoutError, ConnectionError) as error:
+        except (urllib.error.URLError, TimeoutError, ConnectionError, http.client.HTTPException) as error:
             raise RigError(f"API server {self.server} unreachable while watching {path}: {error}") from None
 
     def get(self, path: str) -> Any:

@@ -87,6 +87,8 @@ UPSTREAM_SOURCES = (
     ),
 )
 PULUMI_VERSION = "v3.274.1"
+# e2e/cluster/tools/helm/go.mod's Helm: the Helm library the pulumi-kubernetes provider embeds.
+HELM_VERSION = "v3.18.6"
 PULUMI_KUBERNETES_VERSION = "4.25.0"
 
 
@@ -160,6 +162,8 @@ BINARIES: tuple[Binary, ...] = (
     Binary("kwok-crds", "karpenter", "./crds"),
     Binary("aws-crds", "awscrds", "."),
     Binary("prometheus", "prometheus", "github.com/prometheus/prometheus/cmd/prometheus"),
+    # Without the stamp Helm reports (and renders .Capabilities.HelmVersion as) its main branch's version.
+    Binary("helm", "helm", "helm.sh/helm/v3/cmd/helm", f"-X helm.sh/helm/v3/internal/version.version={HELM_VERSION}"),
     Binary("hami-scheduler", "hami", "github.com/Project-HAMi/HAMi/cmd/scheduler", cgo=True),
     Binary("rig-gpu-node", "hami", "./gpunode", cgo=True),
     Binary("mock-device-plugin", "mock", "github.com/HAMi/mock-device-plugin/cmd/k8s-device-plugin", cgo=True),

@@ -32,7 +32,6 @@ from gpushare import names
 from gpushare.paths import PROJECT_ROOT
 
 ENGINE_DIR = PROJECT_ROOT / "build" / "engine"
-CHARTS_ENV = "GPUSHARE_CHART_ARCHIVES"
 STACK = "rig"
 # The file backend holds one run's state under build/: the passphrase guards nothing secret.
 PASSPHRASE = "gpushare-rig"
@@ -47,17 +46,6 @@ KARPENTER_VERSION = "1.15.0"
 NEW_CLUSTER_KEYS = ("network", "systemNodeGroup", "endpoint", "adminPrincipalArns", "logRetentionDays", "supportType")
 # A node the charts' controllers and hook Jobs run on (KWOK plays it): the existing cluster's system nodes.
 SYSTEM_NODE = "rig-system"
-
-
-def charts_folder() -> Path:
-    """The folder of chart archives the engine's Helm installs from; RigError when it is not named or not there."""
-    folder = os.environ.get(CHARTS_ENV)
-    if not folder:
-        raise RigError(f"the engine phase installs the charts from a folder of archives: set {CHARTS_ENV}")
-    path = Path(folder).resolve()
-    if not path.is_dir():
-        raise RigError(f"{CHARTS_ENV}={folder}: no such folder")
-    return path
 
 
 def existing_document(source: Mapping[str, Any], gates: Mapping[str, str], charts: Path) -> dict[str, Any]:

@@ -88,8 +88,10 @@ class NodeAgent(threading.Thread):
                     self.failure = error
                     return
             except RigError as error:
-                self.failure = error
-                return
+                if self.api.ready():  # the API server answers: the failure is the agent's
+                    self.failure = error
+                    return
+                # The API server is away (restarted, as a fault scenario does): the next round tries again.
 
     def _nudge_unplayed_pods(self, kwok_nodes: set[str]) -> None:
         """Touch the pods KWOK left bound but unplayed for KWOK_NUDGE_S (the module's docstring says why)."""
@@ -129,8 +131,10 @@ class NodeAgent(threading.Thread):
             return
         if not _ready(node) or labels.get(names.POOL_LABEL) in self.unplugged_pools:
             return
+        if names.INSTANCE_TYPE_LABEL not in labels:  # no instance's node (the engine phase's system node): no GPU
+            return
         sharing = labels.get(names.SHARING_LABEL)
-        itype = self.catalog.instance_type(labels["node.kubernetes.io/instance-type"])
+        itype = self.catalog.instance_type(labels[names.INSTANCE_TYPE_LABEL])
         if sharing == names.SHARING_HAMI and name not in self.hami_nodes:
             self.hami_nodes.add(name)
             self.start_hami_node(name, itype, labels)

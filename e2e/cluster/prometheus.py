@@ -1,8 +1,8 @@
 """The rig's Prometheus: the stack's GPU alert rules over Karpenter's and HAMi's real metrics.
 
 The rules and the scrape of HAMi come from the offline plan of a copy of the running stack file with monitoring on
-and one-minute NodeClaim and pending-pod alert thresholds (the smallest the config accepts), so those alerts can
-fire within a run; everything else in them is what the stack deploys.
+and one-minute NodeClaim, pending-pod and component-down alert thresholds (the smallest the config accepts), so those
+alerts can fire within a run; everything else in them is what the stack deploys.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from e2e.cluster.errors import RigError
-from e2e.cluster.hami_chart import HamiRelease
+from e2e.cluster.hami_installed import HamiInstalled
 from e2e.cluster.rig import KARPENTER_METRICS_PORT, PROMETHEUS_PORT
 from e2e.cluster.stack import Plan, variant_plan
 from gpushare import names
@@ -25,13 +25,16 @@ NOT_INITIALIZED_ALERT = "GpuNodeClaimNotInitialized"
 
 
 def monitored(running: Plan, work: Path) -> Plan:
-    """The running stack planned with its own monitoring on and one-minute NodeClaim and pending-pod thresholds."""
+    """The running stack planned with its own monitoring on and one-minute NodeClaim, pending-pod and component-down
+    thresholds."""
 
     def one_minute(config: dict[str, Any]) -> None:
         monitoring = config.setdefault("gpushare:monitoring", {})
         monitoring.pop("existingPrometheus", None)
         monitoring["enabled"] = True
-        monitoring.setdefault("alerts", {}).update(nodeClaimNotInitializedMinutes=1, podPendingMinutes=1)
+        monitoring.setdefault("alerts", {}).update(
+            nodeClaimNotInitializedMinutes=1, podPendingMinutes=1, componentDownMinutes=1
+        )
 
     return variant_plan(running.stack, f"{running.stack}-monitored", work, one_minute, running)
 
@@ -41,21 +44,21 @@ def rules_from_the_stack(plan: Plan) -> dict[str, Any]:
     return {"groups": rule["spec"]["groups"]}
 
 
-def hami_scrape(plan: Plan, release: HamiRelease) -> dict[str, Any]:
+def hami_scrape(plan: Plan, hami: HamiInstalled) -> dict[str, Any]:
     """A static scrape of HAMi's scheduler as the stack's ServiceMonitor reaches it: the Service port it names,
     mapped to the container port the chart's Service targets, its path, and the Service's name as `job` (what
     the Prometheus operator sets, and what the stack's HAMi alerts select)."""
     [monitor] = [m for m in plan.of_kind("ServiceMonitor") if m["metadata"]["name"] == "hami-scheduler"]
     [endpoint] = monitor["spec"]["endpoints"]
     return {
-        "job_name": f"{release.fullname}-scheduler",
+        "job_name": hami.service_name,
         "metrics_path": endpoint.get("path", "/metrics"),
         "honor_labels": bool(endpoint.get("honorLabels", False)),
-        "static_configs": [{"targets": [f"127.0.0.1:{release.service_target_port(endpoint['port'])}"]}],
+        "static_configs": [{"targets": [f"127.0.0.1:{hami.service_target_port(endpoint['port'])}"]}],
     }
 
 
-def write_config(work: Path, release: HamiRelease, running: Plan) -> Path:
+def write_config(work: Path, hami: HamiInstalled, running: Plan) -> Path:
     plan = monitored(running, work)
     rules = work / "rules.yaml"
     rules.write_text(yaml.safe_dump(rules_from_the_stack(plan)))
@@ -77,7 +80,7 @@ def write_config(work: Path, release: HamiRelease, running: Plan) -> Path:
                             }
                         ],
                     },
-                    hami_scrape(plan, release),
+                    hami_scrape(plan, hami),
                 ],
             }
         )

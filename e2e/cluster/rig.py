@@ -20,7 +20,7 @@ import yaml
 
 from e2e.cluster.api import Api
 from e2e.cluster.errors import RigError
-from e2e.cluster.hami_chart import HamiRelease
+from e2e.cluster.hami_installed import HamiInstalled
 from e2e.cluster.kwok_stages import pod_stages
 
 TOKEN = "gpushare-e2e-admin"
@@ -62,6 +62,8 @@ class Rig:
     # installs the real charts, needs it; the scenarios' rig keeps kube-apiserver's default.
     allow_privileged: bool = False
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    # What each process was started with (its command and environment), so a fault can restart it as it was.
+    launched: dict[str, tuple[list[str], dict[str, str]]] = field(default_factory=dict)
 
     @property
     def log_dir(self) -> Path:
@@ -79,6 +81,7 @@ class Rig:
         return str(self.bin_dir / name)
 
     def _start(self, name: str, args: list[str], env: dict[str, str] | None = None) -> None:
+        self.launched[name] = (list(args), dict(env or {}))
         log = (self.log_dir / f"{name}.log").open("ab")
         self.processes[name] = subprocess.Popen(
             args,
@@ -90,8 +93,26 @@ class Rig:
             start_new_session=True,
         )
 
+    def exit_code(self, name: str) -> int | None:
+        """The process's exit status, None while it runs (negative: the signal that ended it)."""
+        return self.processes[name].poll()
+
     def alive(self, name: str) -> bool:
-        return self.processes[name].poll() is None
+        return self.exit_code(name) is None
+
+    def kill(self, name: str) -> None:
+        """SIGKILL the process and everything it started (a crash, an OOM kill): nothing gets to clean up."""
+        process = self.processes[name]
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+    def restart(self, name: str) -> None:
+        """Start the process again with the command and environment it was last started with (its log goes on)."""
+        if name in self.processes and self.alive(name):
+            raise RigError(f"{name} is still running; kill it first")
+        args, env = self.launched[name]
+        self._start(name, args, env)
 
     def _write_credentials(self) -> None:
         pki = self.work_dir / "pki"
@@ -242,6 +263,7 @@ class Rig:
 
     def _webhook_certificate(self) -> tuple[Path, Path]:
         """A serving certificate for 127.0.0.1, where the chart's cert-gen job makes one for its Service."""
+        self.hami_dir.mkdir(parents=True, exist_ok=True)
         cert, key = self.hami_dir / "tls.crt", self.hami_dir / "tls.key"
         subject = ["-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"]
         request = ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"]
@@ -252,34 +274,41 @@ class Rig:
         )
         return cert, key
 
-    def start_hami(self, release: HamiRelease, device_config: Path) -> Path:
-        """HAMi's scheduler extender (filter, bind, webhook, metrics) and the release's kube-scheduler, with the
-        flags, device config and scheduler configuration the chart renders; returns the webhook's certificate.
+    def start_installed_hami(self, hami: HamiInstalled) -> Path:
+        """HAMi's scheduler extender and its kube-scheduler as processes, run with the command lines, env and mounted
+        files of the containers Helm created (e2e.cluster.hami_installed); returns the webhook's certificate.
 
-        Rig additions, because they run as processes, not in a Pod: files take paths in the rig's work dir,
-        both get the rig's kubeconfig (a Pod uses its ServiceAccount), and the kube-scheduler serves on its
-        own port beside the rig's default scheduler."""
+        Rig additions, because they run as processes, not in a Pod: the mounted files under the rig's work dir, the
+        rig's serving certificate where the extender's --cert_file/--key_file point (the chart's cert-gen Job makes
+        that Secret in a cluster; KWOK completes the Job without running it), the rig's kubeconfig (a Pod uses its
+        ServiceAccount; env the Pod takes from its fieldRefs is left out), and for the kube-scheduler the rig's
+        kubeconfig, its back-off and its own port beside the rig's default scheduler. Leader election stays as Helm
+        configured it: the extender filters only while the kube-scheduler of its host holds the lease."""
         cert, key = self._webhook_certificate()
-        env = {"KUBECONFIG": str(self.kubeconfig)}
-        if release.node_lock_expire:
-            env["HAMI_NODELOCK_EXPIRE"] = release.node_lock_expire
-        extender = release.extender_args(str(device_config), str(cert), str(key))
+        extender = hami.extender.materialize(self.hami_dir / "extender")
+        for flag, source in (("--cert_file=", cert), ("--key_file=", key)):
+            for arg in extender:
+                if arg.startswith(flag):
+                    target = Path(arg.removeprefix(flag))
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_bytes(source.read_bytes())
+        env = {**hami.extender.env, "KUBECONFIG": str(self.kubeconfig)}
         self._start("hami-scheduler", [self.binary("hami-scheduler"), *extender], env=env)
-        configuration = {**release.scheduler_configuration(), **KUBE_SCHEDULER_BACKOFF}
-        configuration["clientConnection"] = {"kubeconfig": str(self.kubeconfig)}
-        config_file = self.hami_dir / "kube-scheduler.yaml"
-        config_file.write_text(yaml.safe_dump(configuration))
-        self._start(
-            "hami-kube-scheduler",
-            [
-                self.binary("kube-scheduler"),
-                *release.kube_scheduler_args(str(config_file)),
-                UNSCHEDULABLE_FLUSH,
-                "--bind-address=127.0.0.1",
-                f"--secure-port={HAMI_KUBE_SCHEDULER_PORT}",
-            ],
-        )
+        scheduler = hami.kube_scheduler.materialize(self.hami_dir / "kube-scheduler")
+        configuration = {
+            **hami.scheduler_configuration,
+            **KUBE_SCHEDULER_BACKOFF,
+            "clientConnection": {"kubeconfig": str(self.kubeconfig)},
+        }
+        [config_file] = [arg.removeprefix("--config=") for arg in scheduler if arg.startswith("--config=")]
+        Path(config_file).write_text(yaml.safe_dump(configuration))
+        self._start_hami_kube_scheduler(scheduler)
         return cert
+
+    def _start_hami_kube_scheduler(self, args: list[str]) -> None:
+        """The HAMi release's kube-scheduler with the rig's unschedulable flush, on loopback and its own port."""
+        command = [self.binary("kube-scheduler"), *args, UNSCHEDULABLE_FLUSH, "--bind-address=127.0.0.1"]
+        self._start("hami-kube-scheduler", [*command, f"--secure-port={HAMI_KUBE_SCHEDULER_PORT}"])
 
     def stop_process(self, name: str) -> None:
         process = self.processes.pop(name, None)

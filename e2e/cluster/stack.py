@@ -53,6 +53,8 @@ class Plan:
     helm_values: dict[str, dict[str, Any]]
     # The stack file it was planned from (variants of it are planned from a copy).
     source: dict[str, Any] = field(default_factory=dict, compare=False)
+    # Each Helm release's chart and version by name.
+    charts: dict[str, tuple[str, str]] = field(default_factory=dict, compare=False)
 
     def of_kind(self, kind: str) -> list[dict[str, Any]]:
         return [obj for obj in self.objects if obj["kind"] == kind]
@@ -133,11 +135,12 @@ def variant_plan(
 
 def load_plan(stack: str, plan_dir: Path) -> Plan:
     objects = tuple(yaml.safe_load(path.read_text()) for path in sorted((plan_dir / "manifests").glob("*.yaml")))
-    helm = {}
+    helm, charts = {}, {}
     for path in sorted((plan_dir / "helm").glob("*.yaml")):
         release = yaml.safe_load(path.read_text())
         helm[release["name"]] = release.get("values") or {}
-    return Plan(stack, objects, helm)
+        charts[release["name"]] = (str(release["chart"]), str(release["version"]))
+    return Plan(stack, objects, helm, charts=charts)
 
 
 def daily_window(start: datetime, duration: timedelta) -> dict[str, str]:

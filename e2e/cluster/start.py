@@ -1,8 +1,9 @@
 """Bring the offline cluster up for the suites or the simulator, and down again.
 
-`Cluster.start` runs the control plane with Karpenter's CRDs and HAMi's scheduler, extender and webhook (enough
-for the objects scenarios); `Cluster.run_stack` then applies the running stack and starts KWOK, Karpenter,
-Prometheus and the node agent. `Cluster.stop` stops every process and keeps their logs, whatever happened.
+`Cluster.start` runs the control plane with Karpenter's CRDs and HAMi's scheduler, extender and webhook as Helm
+renders the HAMi chart from the running stack's release values (enough for the objects scenarios); `Cluster.run_stack`
+then applies the running stack and starts KWOK, Karpenter, Prometheus and the node agent. `Cluster.stop` stops every
+process and keeps their logs, whatever happened.
 """
 
 from __future__ import annotations
@@ -23,10 +24,13 @@ from typing import Any
 import yaml
 
 from e2e.cluster import prometheus
+from e2e.cluster.build import KUBERNETES_VERSION
 from e2e.cluster.changes import Changes
 from e2e.cluster.device_plugins import NvidiaPluginConfig
 from e2e.cluster.errors import RigError
-from e2e.cluster.hami_chart import HamiRelease
+from e2e.cluster.hami_installed import HamiInstalled
+from e2e.cluster.hami_values import HamiValues
+from e2e.cluster.helm import chart_archive, render
 from e2e.cluster.instance_types import kwok_instance_types
 from e2e.cluster.kubectl import Kubectl, KubectlError
 from e2e.cluster.node_agent import RIG_STACK_LABEL, NodeAgent
@@ -44,7 +48,7 @@ def say(message: str) -> None:
 
 @dataclass
 class Cluster:
-    """The rig's processes for `plans`, HAMi configured from the `running` stack's release."""
+    """The rig's processes for `plans`, HAMi configured from the `running` stack's release as its chart renders it."""
 
     bin_dir: Path
     work: Path
@@ -54,6 +58,8 @@ class Cluster:
     rig: Rig = field(init=False)
     agent: NodeAgent | None = field(default=None, init=False)
     changes: Changes | None = field(default=None, init=False)
+    # Per stack, HAMi as Helm renders its chart from the stack's release values, and the chart deviation if any.
+    _hami: dict[str, tuple[HamiInstalled, str | None]] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
         self.rig = Rig(self.bin_dir, self.work)
@@ -64,21 +70,22 @@ class Cluster:
         rig = self.rig
         rig.start_control_plane()
         kubectl = Kubectl(Path(rig.binary("kubectl")), rig.kubeconfig)
-        _apply_crds(rig, kubectl)
-        wait_for("the default ServiceAccount", lambda: _has_default_sa(kubectl), 60)
+        apply_crds(rig, kubectl)
+        wait_for("the default ServiceAccount", lambda: has_default_sa(kubectl), 60)
         plan = self.plans[self.running]
-        hami = HamiRelease.from_values(plan.helm_values[names.HAMI_RELEASE])
+        hami = HamiValues.from_values(plan.helm_values[names.HAMI_RELEASE])
         nvidia_values = plan.helm_values.get(names.NVIDIA_PLUGIN_RELEASE)
         nvidia = NvidiaPluginConfig.from_values(nvidia_values) if nvidia_values is not None else None
-        say("starting HAMi's scheduler extender and webhook, and its kube-scheduler")
-        _start_hami(rig, kubectl, hami, self._device_configs(self.running).hami)
+        say("starting HAMi's scheduler extender and webhook, and its kube-scheduler, as Helm renders its chart")
+        rendered, _ = self.rendered_hami(self.running)
+        _run_hami(rig, kubectl, rendered, helm_created=False)
         catalog = load_catalog()
 
-        def start_hami_node(node: str, itype: InstanceType, labels: dict[str, str]) -> None:
-            _start_hami_node(rig, self._device_configs(labels.get(RIG_STACK_LABEL, self.running)), node, itype)
+        def start_node(node: str, itype: InstanceType, labels: dict[str, str]) -> None:
+            start_hami_node(rig, self._device_configs(labels.get(RIG_STACK_LABEL, self.running)), node, itype)
 
         zeroed = (*hami.resource_names, names.GPU_SHARED)
-        self.agent = NodeAgent(rig.api, catalog, zeroed, start_hami_node, nvidia)
+        self.agent = NodeAgent(rig.api, catalog, zeroed, start_node, nvidia)
         self.changes = Changes(rig.api)
         self.changes.start()
         return Context(
@@ -93,6 +100,8 @@ class Cluster:
             self.running,
             self.tenants,
             changes=self.changes,
+            rig=rig,
+            hami_chart=rendered,
         )
 
     def run_stack(self, ctx: Context, left_out: Callable[[dict[str, Any]], bool] = lambda _obj: False) -> None:
@@ -108,11 +117,34 @@ class Cluster:
         gates = feature_gates(ctx.plan)
         rig.start_karpenter(instance_types, gates)
         ctx.restart_karpenter = lambda changed: _restart_karpenter(rig, instance_types, {**gates, **changed})
-        rig.start_prometheus(prometheus.write_config(self.work, ctx.hami, ctx.plan))
+        rig.start_prometheus(prometheus.write_config(self.work, ctx.rendered_hami, ctx.plan))
         wait_for("Prometheus scraping Karpenter", prometheus.scraping_karpenter, 90, interval_s=1)
-        hami_job = f"{ctx.hami.fullname}-scheduler"
+        hami_job = ctx.rendered_hami.service_name
         wait_for("Prometheus scraping HAMi's scheduler", lambda: prometheus.scraping(hami_job), 90, interval_s=1)
         ctx.agent.start()
+
+    def rendered_hami(self, stack: str) -> tuple[HamiInstalled, str | None]:
+        """HAMi as `helm template` renders the stack's HAMi release from its chart archive, and the deviation when the
+        archives folder holds another version than the plan's (rendered once per stack)."""
+        if stack not in self._hami:
+            plan = self.plans[stack]
+            chart, version = plan.charts[names.HAMI_RELEASE]
+            archive = chart_archive(chart, version)
+            objects = render(
+                Path(self.rig.binary("helm")),
+                names.HAMI_RELEASE,
+                names.HAMI_NAMESPACE,
+                archive.path,
+                plan.helm_values[names.HAMI_RELEASE],
+                KUBERNETES_VERSION,
+                self.rig.hami_dir / stack,
+            )
+            self._hami[stack] = (HamiInstalled.rendered(objects, mock_device_config(plan, objects)), archive.deviation)
+        return self._hami[stack]
+
+    def chart_deviations(self) -> list[str]:
+        """A line per HAMi chart rendered from another version than its stack's plan names."""
+        return sorted({deviation for _, deviation in self._hami.values() if deviation})
 
     def _device_configs(self, stack: str) -> DeviceConfigs:
         """The device configs the stack's HAMi release and its mock DaemonSet render, written on first use (the
@@ -120,11 +152,9 @@ class Cluster:
         directory = self.rig.hami_dir / stack
         configs = DeviceConfigs(directory / "device-config.yaml", directory / "mock-device-config.yaml")
         if not configs.mock.exists():
-            plan = self.plans[stack]
-            release = HamiRelease.from_values(plan.helm_values[names.HAMI_RELEASE])
-            directory.mkdir(parents=True, exist_ok=True)
-            configs.hami.write_text(yaml.safe_dump(release.device_config()))
-            configs.mock.write_text(mock_device_config(plan, release))
+            hami, _ = self.rendered_hami(stack)
+            configs.hami.write_text(yaml.safe_dump(hami.device_config))
+            configs.mock.write_text(hami.mock_device_config)
         return configs
 
     def stop(self, keep_logs: Path) -> None:
@@ -141,7 +171,7 @@ class Cluster:
         shutil.rmtree(self.work, ignore_errors=True)
 
 
-def _apply_crds(rig: Rig, kubectl: Kubectl) -> None:
+def apply_crds(rig: Rig, kubectl: Kubectl) -> None:
     for writer in ("aws-crds", "kwok-crds"):
         kubectl.apply_stream(subprocess.run([rig.binary(writer)], check=True, capture_output=True, text=True).stdout)
     kubectl.run("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
@@ -153,24 +183,43 @@ def _restart_karpenter(rig: Rig, instance_types: Path, gates: dict[str, str]) ->
     wait_for("Karpenter serving metrics again", prometheus.scraping_karpenter, 90, interval_s=1)
 
 
-def _start_hami(rig: Rig, kubectl: Kubectl, release: HamiRelease, device_config: Path) -> None:
-    """HAMi's scheduler and its kube-scheduler as the release renders them, and its MutatingWebhookConfiguration,
-    which reaches the extender on loopback (the chart names its Service: the rig has no Service routing)."""
-    cert = rig.start_hami(release, device_config)
-    url = f"https://127.0.0.1:{release.extender_port}/webhook"
-    kubectl.apply([release.mutating_webhook(url, base64.b64encode(cert.read_bytes()).decode())])
-    wait_for("HAMi's scheduler extender serving", lambda: _serving(rig, release), 90)
+def _run_hami(rig: Rig, kubectl: Kubectl, hami: HamiInstalled, helm_created: bool) -> None:
+    """HAMi's scheduler and its kube-scheduler as processes, and its MutatingWebhookConfiguration (the one Helm
+    created replaced, else applied) pointed at the extender on loopback with the rig's certificate (the rig has no
+    Service routing)."""
+    cert = rig.start_installed_hami(hami)
+    url = f"https://127.0.0.1:{hami.extender_port}/webhook"
+    webhook = hami.patched_webhook(url, base64.b64encode(cert.read_bytes()).decode())
+    if helm_created:
+        kubectl.run("replace", "-f", "-", objects=[webhook])
+    else:
+        kubectl.apply([webhook])
+    wait_for("HAMi's scheduler extender serving", lambda: _serving_at(rig, hami.extender_port, hami.serves_tls), 90)
 
 
-def _serving(rig: Rig, release: HamiRelease) -> bool:
+def start_installed_hami(rig: Rig, kubectl: Kubectl) -> tuple[HamiInstalled, DeviceConfigs]:
+    """HAMi's scheduler and its kube-scheduler started from the objects Helm created (e2e.cluster.hami_installed);
+    the device configs the GPU nodes' plugins read, written from the same objects."""
+    hami = HamiInstalled.read(kubectl)
+    _run_hami(rig, kubectl, hami, helm_created=True)
+    directory = rig.hami_dir / "installed"
+    directory.mkdir(parents=True, exist_ok=True)
+    configs = DeviceConfigs(directory / "device-config.yaml", directory / "mock-device-config.yaml")
+    configs.hami.write_text(yaml.safe_dump(hami.device_config))
+    configs.mock.write_text(hami.mock_device_config)
+    return hami, configs
+
+
+def _serving_at(rig: Rig, port: int, tls_on: bool) -> bool:
+
     if not rig.alive("hami-scheduler"):
         raise RigError(f"hami-scheduler exited; see {rig.log_dir / 'hami-scheduler.log'}")
     tls = ssl.create_default_context()
     tls.check_hostname = False
     tls.verify_mode = ssl.CERT_NONE
-    scheme = "https" if release.webhook_enabled else "http"
+    scheme = "https" if tls_on else "http"
     try:
-        with urllib.request.urlopen(f"{scheme}://127.0.0.1:{release.extender_port}/healthz", context=tls, timeout=5):
+        with urllib.request.urlopen(f"{scheme}://127.0.0.1:{port}/healthz", context=tls, timeout=5):
             return True
     except OSError:
         return False
@@ -184,23 +233,21 @@ class DeviceConfigs:
     mock: Path
 
 
-def mock_device_config(plan: Plan, release: HamiRelease) -> str:
-    """The device-config.yaml the stack's mock DaemonSet mounts: a ConfigMap of the plan's, or HAMi's own device
-    ConfigMap, which the chart renders (`release.device_config()`)."""
+def mock_device_config(plan: Plan, chart_objects: list[dict[str, Any]]) -> str:
+    """The device-config.yaml the stack's mock DaemonSet mounts: a ConfigMap of the plan's, or one the HAMi chart
+    renders (its own device ConfigMap)."""
     [daemonset] = [d for d in plan.of_kind("DaemonSet") if d["metadata"]["name"] == names.MOCK_NAME]
     spec = daemonset["spec"]["template"]["spec"]
     [volume] = [v for v in spec["volumes"] if "configMap" in v and v["name"] == "device-config"]
     name = volume["configMap"]["name"]
     namespace = daemonset["metadata"]["namespace"]
-    for configmap in plan.of_kind("ConfigMap"):
-        if (configmap["metadata"]["name"], configmap["metadata"].get("namespace")) == (name, namespace):
+    for configmap in [*plan.of_kind("ConfigMap"), *(o for o in chart_objects if o["kind"] == "ConfigMap")]:
+        if (configmap["metadata"]["name"], configmap["metadata"].get("namespace", namespace)) == (name, namespace):
             return str(configmap["data"][names.HAMI_DEVICE_CONFIG_KEY])
-    if name == f"{release.fullname}-scheduler-device":
-        return yaml.safe_dump(release.device_config())
     raise RigError(f"the mock device plugin of {plan.stack} mounts ConfigMap {namespace}/{name}, which nothing renders")
 
 
-def _start_hami_node(rig: Rig, configs: DeviceConfigs, node: str, itype: InstanceType) -> None:
+def start_hami_node(rig: Rig, configs: DeviceConfigs, node: str, itype: InstanceType) -> None:
     """rig-gpu-node for a HAMi pool's node: its GPUs as NVML would report them, the release's device config (the
     one the chart mounts into HAMi's device plugin), and the real mock device plugin with the config its DaemonSet
     mounts."""
@@ -220,7 +267,7 @@ def _start_hami_node(rig: Rig, configs: DeviceConfigs, node: str, itype: Instanc
     )
 
 
-def _has_default_sa(kubectl: Kubectl) -> bool:
+def has_default_sa(kubectl: Kubectl) -> bool:
     try:
         kubectl.run("get", "serviceaccount", "default", "-n", "default")
     except KubectlError:

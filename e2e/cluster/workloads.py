@@ -15,9 +15,12 @@ from typing import Any
 from e2e.cluster.api import Api
 from e2e.cluster.changes import Changes
 from e2e.cluster.errors import RigError
-from e2e.cluster.hami_chart import HamiRelease
+from e2e.cluster.hami_installed import HamiInstalled
+from e2e.cluster.hami_values import HamiValues
+from e2e.cluster.invariants import Invariants
 from e2e.cluster.kubectl import Kubectl
 from e2e.cluster.node_agent import NodeAgent
+from e2e.cluster.rig import Rig
 from e2e.cluster.stack import KWOK_NODE_CLASS, Plan, for_rig, variant_plan
 from e2e.cluster.tenants import STACK, Tenant
 from gpushare import names
@@ -39,7 +42,8 @@ class Context:
     catalog: Catalog
     plans: dict[str, Plan]
     agent: NodeAgent
-    hami: HamiRelease
+    # What the stack's HAMi values say HAMi manages (resource names, sharing profile).
+    hami: HamiValues
     # When the rig started (UTC): the rig's scheduled disruption budgets are computed from it.
     started: datetime
     stack: str
@@ -47,12 +51,24 @@ class Context:
     tenant: Tenant = STACK
     changes: Changes | None = None
     waited: dict[str, float] = field(default_factory=dict)
+    # The run's invariant checker (e2e.cluster.invariants), sampling the cluster while scenarios run.
+    invariants: Invariants | None = None
+    # The rig's processes, for the fault scenarios that kill and restart them.
+    rig: Rig | None = None
     # Set once Karpenter runs: restart it with some of the stack's feature gates changed (none: the stack's own).
     restart_karpenter: Callable[[dict[str, str]], None] = lambda _changed: None
+    # HAMi's scheduler as Helm renders the running stack's chart (its ports, Service), once the cluster started.
+    hami_chart: HamiInstalled | None = None
 
     @property
     def plan(self) -> Plan:
         return self.plans[self.stack]
+
+    @property
+    def rendered_hami(self) -> HamiInstalled:
+        if self.hami_chart is None:
+            raise RigError("HAMi's scheduler runs from its rendered chart once the cluster has started")
+        return self.hami_chart
 
     def team(self, name: str) -> str:
         """The tenant's copy of the stack's team `name` (the team itself for the stack's own)."""

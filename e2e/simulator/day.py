@@ -29,6 +29,7 @@ from typing import Any
 
 from e2e.cluster.api import Api, ApiError
 from e2e.cluster.errors import RigError
+from e2e.cluster.invariants import Invariants
 from e2e.cluster.kwok_stages import COMPLETE_AFTER, COMPLETE_AT
 from e2e.cluster.stack import Plan, for_rig, rig_nodepool_name
 from e2e.cluster.workloads import HAMI_BIND_PHASE, HAMI_NODE, Context, condition, gpu_deployment, initialized
@@ -159,6 +160,7 @@ class Observations:
     consolidate_after_s: dict[str, float] = field(default_factory=dict)  # pool -> real seconds the rig applied
     consolidate_after_minutes: dict[str, float] = field(default_factory=dict)  # pool -> as the stack designs it
     wall_seconds: float = 0.0  # the whole run, the rig's start-up included
+    invariants: dict[str, Any] = field(default_factory=dict)  # what the invariant checker judged over the day
 
 
 def _asks_hami(pod: dict[str, Any]) -> bool:
@@ -402,12 +404,17 @@ class Day:
             if not watch.listed.wait(60):
                 raise RigError(f"could not list {watch.path}: {watch.failure}")
         switches = self.install()
+        checker = Invariants.for_release(self.ctx.api, self.ctx.hami, self.ctx.rendered_hami.metrics_port)
+        checker.start()
         try:
             self._start_state()
             self._play(switches)
         finally:
             for watch in watches:
                 watch.stopping.set()
+            tally = checker.stop()
+        # A broken invariant fails the run (exit 1) once its document is written: e2e.run reads it there.
+        self.seen.invariants = tally.summary()
         with self.lock:
             self.seen.events = sorted(self.events.values(), key=lambda e: e["at"])
         self._clean_up()

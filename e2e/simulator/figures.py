@@ -17,6 +17,9 @@ The run's bill, two ways:
   `consolidateAfter`, plus `BOOT_S` for the instance to boot (which the rig's nodes do not). The difference is the
   rig's compression, in dollars. Because the waits are measured in every run, the correction holds whatever
   the controllers' speed: faster controllers only shrink what it removes.
+Both sides of every ratio cover the same span: the day up to the horizon, and the tail after it to where the
+run's bill ends (nodes still serving late jobs), in which the oracle and the policy bound serve the same late jobs
+(`oracle.Bounds.tail_usd`); the document gives the two parts apart (`cost.within_day`, `cost.tail`).
 Waits are real seconds (the controllers' own).
 """
 
@@ -177,6 +180,9 @@ def run_document(
     raw_by_pool: Counter[str] = Counter()
     corrected_by_pool: Counter[str] = Counter()
     node_hours: Counter[str] = Counter()
+    horizon = demand.horizon_minutes
+    end = billed_end(demand, seen, billed)
+    tail: Counter[str] = Counter()
     for bill in billed:
         hours = (bill.raw[1] - bill.raw[0]) / 60
         node_hours[bill.claim.instance_type] += hours
@@ -184,9 +190,16 @@ def run_document(
         corrected_by_pool[bill.claim.pool] += (
             (bill.corrected[1] - bill.corrected[0]) / 60 * price(bill.claim.instance_type)
         )
-    oracle, policy = bounds.usd("oracle"), bounds.usd("policy")
+        tail["usd"] += _after(bill.raw, horizon) / 60 * price(bill.claim.instance_type)
+        tail["corrected_usd"] += _after(bill.corrected, horizon) / 60 * price(bill.claim.instance_type)
+    tail_oracle, tail_policy = bounds.tail_usd("oracle", end), bounds.tail_usd("policy", end)
+    oracle = Counter(bounds.usd("oracle")) + Counter(tail_oracle)
+    policy = Counter(bounds.usd("policy")) + Counter(tail_policy)
     usd, corrected = sum(raw_by_pool.values()), sum(corrected_by_pool.values())
     oracle_usd, policy_usd = sum(oracle.values()), sum(policy.values())
+    tail["oracle_usd"], tail["policy_usd"] = sum(tail_oracle.values()), sum(tail_policy.values())
+    whole = {"usd": usd, "corrected_usd": corrected, "oracle_usd": oracle_usd, "policy_usd": policy_usd}
+    within = {key: value - tail[key] for key, value in whole.items()}
     by_pool = {
         pool: {
             "usd": round(raw_by_pool[pool], 3),
@@ -207,9 +220,11 @@ def run_document(
         "seconds_per_hour": demand.seconds_per_hour,
         "hours": demand.hours,
         "horizon_hours": round(demand.horizon_minutes / 60, 3),
+        "billed_end_hours": round(end / 60, 3),
         "wall_seconds": round(seen.wall_seconds, 1),
         "wall_seconds_per_simulated_hour": round(seen.wall_seconds / demand.hours, 1),
         "compression": seen.compression,
+        "invariants": seen.invariants,
         "disruption_settings": {
             pool: {
                 "consolidate_after_minutes": _finite(minutes),
@@ -227,6 +242,9 @@ def run_document(
             "corrected_ratio": _ratio(corrected, oracle_usd),
             "corrected_to_policy": _ratio(corrected, policy_usd),
             "policy_ratio": _ratio(policy_usd, oracle_usd),
+            # Both sides over the same span: the day up to the horizon, and the tail after it to where the bill ends.
+            "within_day": _part(within),
+            "tail": {"hours": round(max(0.0, end - horizon) / 60, 3), **_part(tail)},
             "node_hours_by_type": {t: round(h, 2) for t, h in sorted(node_hours.items())},
             "usd_by_type": {t: round(h * price(t), 3) for t, h in sorted(node_hours.items())},
             "by_pool": by_pool,
@@ -287,6 +305,27 @@ def too_fast(demand: Demand) -> dict[str, Any] | None:
     return {**found, "seconds_per_hour_needed": max(needed)} if found else None
 
 
+def billed_end(demand: Demand, seen: Observations, billed: list[Billed]) -> float:
+    """The simulated minute the run's bill ends: the horizon, or later where a node is billed past it (the tail),
+    and at least the rig's last watched second after the horizon."""
+    ends = [minute for bill in billed for minute in (bill.raw[1], bill.corrected[1])]
+    last_seen = Clock(seen, demand).minute(seen.run_end) if seen.run_end else 0.0
+    return max([demand.horizon_minutes, *ends, last_seen])
+
+
+def _after(interval: tuple[float, float], minute: float) -> float:
+    """Minutes of the interval after `minute`."""
+    return max(0.0, interval[1] - max(interval[0], minute))
+
+
+def _part(figures: dict[str, float]) -> dict[str, float | None]:
+    """A span's dollars on both sides, rounded, and the corrected ratio over it."""
+    return {
+        **{key: round(value, 3) for key, value in figures.items()},
+        "corrected_ratio": _ratio(figures["corrected_usd"], figures["oracle_usd"]),
+    }
+
+
 def _finite(value: float) -> float | None:
     """A duration as JSON holds it: None for `Never`."""
     return round(value, 3) if math.isfinite(value) else None
@@ -334,8 +373,8 @@ def _timeline(
                 "hour": round(minute / 60, 3),
                 "usd_per_hour": round(sum(price(c.instance_type) for c in alive), 3),
                 "corrected_usd_per_hour": round(sum(price(c.instance_type) for c in corrected), 3),
-                "oracle_usd_per_hour": round(sum(cost.at(minute) for cost in bounds.oracle.values()), 3),
-                "policy_usd_per_hour": round(sum(cost.at(minute) for cost in bounds.policy.values()), 3),
+                "oracle_usd_per_hour": round(bounds.at("oracle", minute), 3),
+                "policy_usd_per_hour": round(bounds.at("policy", minute), 3),
                 "gpu_memory_used_mib": used_mib,
                 "gpu_memory_paid_mib": sum(
                     t.gpu_count * pools.catalog.gpu_model_of(t).nvml_memory_mib

@@ -7,8 +7,10 @@
 - **The oracle.** At every moment, the cheapest packing under HAMi's per-GPU rules (`exact.exact_packing`, proven
   by CP-SAT) of the admitted pods of each pool, as if every pod ran the moment it was admitted and pods migrated for
   free; dollars are that $/h integrated over exact event times (never sampled on a step grid) up to the demand's
-  horizon. Where the solver's limit stops a proof, the best packing found counts and the minutes it held are
-  reported per pool (`PoolCost.unproven_minutes`): there the oracle is an achievable cost, not a proven optimum.
+  horizon, and apart from them the tail after it: the jobs still running, or admitted late, serving the same
+  delayed work the run bills there (`Bounds.tail_usd`). Where the solver's limit stops a proof, the best packing
+  found counts and the minutes it held are reported per pool (`PoolCost.unproven_minutes`): there the oracle is an
+  achievable cost, not a proven optimum.
 - **The policy-aware bound.** The same packing, but a pool's capacity may fall only `consolidateAfter` after it
   was last needed, and never inside a zero-node budget window that holds consolidation: the price of the design
   (what the stack's own disruption settings cost on this day), which no run can beat.
@@ -26,7 +28,7 @@ from typing import Any
 
 from e2e.cluster.device_plugins import NvidiaPluginConfig
 from e2e.cluster.errors import RigError
-from e2e.cluster.hami_chart import HamiRelease
+from e2e.cluster.hami_values import HamiValues
 from e2e.cluster.stack import Plan
 from e2e.simulator.budgets import Window, budget_windows, consolidate_after_minutes
 from e2e.simulator.demand import Demand, PodRequests, quantity_mib, quantity_millis
@@ -37,11 +39,23 @@ from gpushare import names
 from gpushare.catalog import Catalog
 
 
+def pod_shape(group: PodRequests, sharing: str) -> PodShape:
+    """One pod as the packing sees it: HAMi pods by their GPU memory and cores, others by their GPUs alone."""
+    hami = sharing == names.SHARING_HAMI
+    return PodShape(
+        group.vgpus,
+        (group.gpu_memory_mib or 0) if hami else 0,
+        (group.gpu_cores or 0) if hami else 0,
+        quantity_millis(group.cpu),
+        quantity_mib(group.memory),
+    )
+
+
 class Pools:
     """What each NodePool of the plan offers the oracle (its instance types as the rig's nodes, GPUs shared its
     way), what each team's quota admits, and the pools' disruption settings."""
 
-    def __init__(self, plan: Plan, catalog: Catalog, hami: HamiRelease) -> None:
+    def __init__(self, plan: Plan, catalog: Catalog, hami: HamiValues) -> None:
         self.catalog, self.hami = catalog, hami
         values = plan.helm_values.get(names.NVIDIA_PLUGIN_RELEASE)
         nvidia = NvidiaPluginConfig.from_values(values) if values is not None else None
@@ -66,14 +80,7 @@ class Pools:
             )
 
     def shape(self, group: PodRequests) -> PodShape:
-        hami = self.sharing[group.pool] == names.SHARING_HAMI
-        return PodShape(
-            group.vgpus,
-            (group.gpu_memory_mib or 0) if hami else 0,
-            (group.gpu_cores or 0) if hami else 0,
-            quantity_millis(group.cpu),
-            quantity_mib(group.memory),
-        )
+        return pod_shape(group, self.sharing[group.pool])
 
     def charge(self, group: PodRequests) -> dict[str, float]:
         """What one pod of the group counts against its team's quota (ResourceQuota counts requests; extended
@@ -135,7 +142,10 @@ class Admission:
 
 
 def admitted_demand(demand: Demand, pools: Pools) -> Admission:
-    """Play the day's asks against the teams' quotas at exact event times: who runs when."""
+    """Play the day's asks against the teams' quotas at exact event times: who runs when. Past the horizon the
+    Deployments hold their count (as on the rig, taking quota) but count no more, as the run's bill stops at the
+    horizon for nodes serving them; jobs still running, or admitted late as quota frees, run on to their ends: the
+    tail the run bills too."""
     order = itertools.count()
     events: list[tuple[float, int, str, Any]] = []
     for change in demand.changes:
@@ -146,18 +156,20 @@ def admitted_demand(demand: Demand, pools: Pools) -> Admission:
     result = Admission()
     waiting: list[_Pod] = []
     alive: list[_Pod] = []
+    ending: set[int] = set()  # the orders of pods whose end is due (a gang's once all of it runs)
     by_deployment: dict[str, list[_Pod]] = {}
     gangs: dict[str, list[_Pod]] = {}
-    last = 0.0
+    last, horizon = 0.0, demand.horizon_minutes
     while events:
         now = events[0][0]
-        if now > last and alive:
-            result.segments.append((last, now, Counter(pod.group.name for pod in alive)))
+        counted = [pod for pod in alive if last < horizon or pod.order in ending]
+        if now > last and counted:
+            result.segments.append((last, now, Counter(pod.group.name for pod in counted)))
         last = now
-        if events[0][2] == "horizon":
-            break
-        while events and events[0][0] == now and events[0][2] != "horizon":
+        while events and events[0][0] == now:
             _, _, kind, payload = heapq.heappop(events)
+            if kind == "horizon":
+                continue
             if kind == "scale":
                 pods = by_deployment.setdefault(payload.group.name, [])
                 while len(pods) < payload.replicas:
@@ -187,8 +199,11 @@ def admitted_demand(demand: Demand, pools: Pools) -> Admission:
                 result.late[pod.group.name] += 1
             if pod.batch and pod.batch not in gangs:
                 heapq.heappush(events, (now + pod.duration, next(order), "end", [pod]))
+                ending.add(pod.order)
             elif pod.batch and all(member.admitted is not None for member in gangs[pod.batch]):
-                heapq.heappush(events, (now + pod.duration, next(order), "end", gangs.pop(pod.batch)))
+                members = gangs.pop(pod.batch)
+                heapq.heappush(events, (now + pod.duration, next(order), "end", members))
+                ending.update(member.order for member in members)
     for pod in waiting:
         result.refused[pod.group.name] += 1
     return result
@@ -230,12 +245,16 @@ class PoolCost:
             value = usd
         return value
 
-    def usd(self, horizon: float) -> float:
-        """Dollars over [0, horizon)."""
+    def usd(self, horizon: float, since: float = 0.0) -> float:
+        """Dollars over [since, horizon)."""
         total = 0.0
         for (start, usd), (end, _) in zip(self.steps, [*self.steps[1:], (horizon, 0.0)], strict=True):
-            total += usd * max(0.0, min(end, horizon) - start) / 60
+            total += usd * max(0.0, min(end, horizon) - max(start, since)) / 60
         return total
+
+    def after(self, minute: float) -> PoolCost:
+        """The same $/h from `minute` on, nothing before it."""
+        return PoolCost(_compact([(0.0, 0.0), (minute, self.at(minute)), *(s for s in self.steps if s[0] > minute)]))
 
 
 def oracle_costs(admission: Admission, pools: Pools, groups: Iterable[PodRequests]) -> dict[str, PoolCost]:
@@ -322,16 +341,31 @@ def _most(steps: list[tuple[float, float]], back: float, now: float) -> float:
 
 @dataclass
 class Bounds:
-    """The day's oracle and policy-aware bound per pool, and the admitted demand they were computed on."""
+    """The day's oracle and policy-aware bound per pool, and the admitted demand they were computed on. The oracle's
+    steps run past the horizon while jobs do (`admitted_demand`); the policy bound is computed twice: over the day
+    (`policy`, read up to the horizon) and over the tail's work alone (`tail_policy`, read from it), so that neither
+    holds the Deployments' nodes past the horizon, where the run's bill does not."""
 
     admission: Admission
     oracle: dict[str, PoolCost]
     policy: dict[str, PoolCost]
     horizon: float
+    tail_policy: dict[str, PoolCost] = field(default_factory=dict)
 
     def usd(self, which: str) -> dict[str, float]:
+        """Pool -> dollars within the day, [0, horizon)."""
         costs = self.oracle if which == "oracle" else self.policy
         return {pool: cost.usd(self.horizon) for pool, cost in costs.items()}
+
+    def tail_usd(self, which: str, end: float) -> dict[str, float]:
+        """Pool -> dollars after the horizon up to `end` (where the run's bill ends)."""
+        costs = self.oracle if which == "oracle" else self.tail_policy
+        return {pool: cost.usd(end, since=self.horizon) for pool, cost in costs.items()}
+
+    def at(self, which: str, minute: float) -> float:
+        """The $/h over every pool at `minute`: the policy bound's of the tail past the horizon."""
+        costs = self.oracle if which == "oracle" else self.policy if minute < self.horizon else self.tail_policy
+        return sum(cost.at(minute) for cost in costs.values())
 
 
 def day_bounds(demand: Demand, pools: Pools) -> Bounds:
@@ -340,12 +374,12 @@ def day_bounds(demand: Demand, pools: Pools) -> Bounds:
     horizon = demand.horizon_minutes
     oracle = oracle_costs(admission, pools, demand.groups)
     windows = pools.windows(demand)
-    policy = {
-        pool: policy_bound(
-            cost,
-            consolidate_after_minutes(pools.nodepools[pool]),
-            [w for w in windows if w.pool == pool],
+
+    def bound(cost: PoolCost, pool: str) -> PoolCost:
+        return policy_bound(
+            cost, consolidate_after_minutes(pools.nodepools[pool]), [w for w in windows if w.pool == pool]
         )
-        for pool, cost in oracle.items()
-    }
-    return Bounds(admission, oracle, policy, horizon)
+
+    policy = {pool: bound(cost, pool) for pool, cost in oracle.items()}
+    tail_policy = {pool: bound(cost.after(horizon), pool) for pool, cost in oracle.items()}
+    return Bounds(admission, oracle, policy, horizon, tail_policy)

@@ -112,7 +112,20 @@ def plot(run: dict[str, Any], path: Path) -> None:
     pods.step(hours, series("pods_pending"), where="post", color="tab:orange", linewidth=2, label="pending")
     pods.set_ylabel("pods")
     pods.set_xlabel("simulated hour")
-    end = max(run["hours"], run.get("horizon_hours", run["hours"]))
+    horizon = run.get("horizon_hours", run["hours"])
+    end = max(run["hours"], horizon, run.get("billed_end_hours", horizon))  # the whole billed span
+    if end > horizon:
+        tail = totals.get("tail", {})
+        for axes in (cost, memory, pods):
+            axes.axvspan(horizon, end, color="gray", alpha=0.1)
+        cost.axvline(
+            horizon,
+            color="gray",
+            linewidth=0.8,
+            # Two dollar signs in one label would be read as mathtext: escaped.
+            label=f"horizon; after it (shaded): run \\${tail.get('corrected_usd', 0):.2f} corrected, oracle "
+            f"\\${tail.get('oracle_usd', 0):.2f}",
+        )
     pods.set_xlim(0, end)
     pods.set_xticks(range(0, int(end) + 1, max(1, int(end) // 8)))
     if not timeline:
@@ -417,6 +430,21 @@ def _cost_line(run: dict[str, Any]) -> str:
     )
 
 
+def _span_line(run: dict[str, Any]) -> str:
+    """The same figures within the day and after the horizon, apart: each ratio's sides cover the same span."""
+    within, tail = run["cost"].get("within_day"), run["cost"].get("tail")
+    if within is None or tail is None:
+        return ""
+    horizon = run["horizon_hours"] * 60
+    return (
+        f"Within the day (to {clock(horizon)}): ${_usd(within['corrected_usd'])} corrected against the oracle's "
+        f"${_usd(within['oracle_usd'])} ({_ratio(within['corrected_ratio'])}); after the horizon, "
+        f"{tail['hours']:g} simulated hours to where the bill ends (nodes still serving late jobs, and the oracle "
+        f"serving the same jobs): ${_usd(tail['corrected_usd'])} corrected (raw ${_usd(tail['usd'])}) against the "
+        f"oracle's ${_usd(tail['oracle_usd'])} and the policy bound's ${_usd(tail['policy_usd'])}."
+    )
+
+
 def _never_ran(run: dict[str, Any]) -> int:
     total = run["pods"]["total"]
     return total["refused"] + total["never_placed"]
@@ -479,6 +507,8 @@ def _run_section(run: dict[str, Any]) -> list[str]:
         f"{_ratio(cost['corrected_to_policy'])}, raw / oracle {_ratio(cost['ratio'])}.",
         "",
     ]
+    if _span_line(run):
+        lines += [_span_line(run), ""]
     latency = run["latency"]
     lines += [
         f"Latency correction: {latency['nodes']} nodes waited {_seconds(latency['launch_wait_s'])} real s in all for "
@@ -565,6 +595,12 @@ def _run_section(run: dict[str, Any]) -> list[str]:
         + "."
     )
     lines += [""] + ([f"- {line}" for line in run["compression"]] or ["Nothing else was compressed."])
+    judged = run.get("invariants") or {}
+    if judged:
+        counts = ", ".join(f"{kind} {count}" for kind, count in judged["checks"].items())
+        verdict = "broke" if judged["failed"] else "held"
+        lines += ["", f"The invariant checker {verdict} in {judged['samples']} samples over the day ({counts})."]
+        lines += [f"- {message}" for message in judged["failed"]]
     return lines
 
 

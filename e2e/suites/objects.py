@@ -17,6 +17,7 @@ from e2e.cluster.workloads import (
     team_pool,
 )
 from e2e.suites.base import Result, Scenario, ScenarioFailure, wait
+from gpushare import names
 
 SEED_TEAM = "inference"
 
@@ -117,6 +118,16 @@ def team_admission(ctx: Context) -> Result:
     if kept != own["hami.io/node-scheduler-policy"]:
         raise ScenarioFailure(f"a pod's own scheduler policy was overwritten with {kept}")
     priority = (plain["spec"].get("priorityClassName"), plain["spec"].get("priority"))
+    bare = pod("bare", {})
+    del bare["spec"]["nodeSelector"], bare["spec"]["tolerations"]
+    filled = admitted(ctx, bare)["spec"]
+    toleration = {"key": names.GPU_TAINT["key"], "operator": "Exists", "effect": names.GPU_TAINT["effect"]}
+    # DefaultTolerationSeconds adds its not-ready/unreachable tolerations beside it.
+    if toleration not in filled.get("tolerations", []) or filled.get("nodeSelector") != {names.POOL_LABEL: pool}:
+        raise ScenarioFailure(
+            f"a GPU pod without toleration and pool came out with {filled.get('tolerations')} and "
+            f"{filled.get('nodeSelector')}, expected the GPU toleration and the team's one pool {pool}"
+        )
     types = ctx.plan.pool_instance_types()[pool]
     largest_mib = max(ctx.catalog.gpu_model_of(ctx.catalog.instance_type(t)).nvml_memory_mib for t in types)
     try:
@@ -131,7 +142,7 @@ def team_admission(ctx: Context) -> Result:
         "team-admission",
         True,
         f"{team}: pod without annotations got {expected}, its own kept, priority {priority[0]}={priority[1]}; "
-        f"{largest_mib + 1} MiB on one GPU refused",
+        f"without toleration and pool got both ({pool}); {largest_mib + 1} MiB on one GPU refused",
         {"priority": list(priority), "refusal": refusal},
     )
 
@@ -165,7 +176,8 @@ SCENARIOS = (
         shows=(
             "the team's MutatingAdmissionPolicies, run by the API server (server-side dry run): a GPU pod without"
             " annotations gets the team's `hami.io/*-scheduler-policy`, a pod's own annotation is kept, the "
-            "tier's PriorityClass and priority are set; the per-GPU ValidatingAdmissionPolicy refuses a pod "
+            "tier's PriorityClass and priority are set, a GPU pod without toleration and pool selector gets the "
+            "GPU pools' toleration and the team's one pool; the per-GPU ValidatingAdmissionPolicy refuses a pod "
             "asking more GPU memory than the pool's largest GPU, naming the limit"
         ),
     ),

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from e2e.cluster import prometheus
-from e2e.cluster.hami_chart import HamiRelease
+from e2e.cluster.hami_values import HamiValues
 from e2e.cluster.node_agent import KWOK_NODE_ANNOTATION, RIG_STACK_LABEL
 from e2e.cluster.stack import variant_plan
 from e2e.cluster.workloads import (
@@ -60,7 +60,7 @@ def _registration_nodes(ctx: Context, stacks: list[str]) -> list[tuple[dict[str,
     lands), what gpushare's capacity model says it registers, and what the pool's NodeOverlay advertises."""
     found = []
     for stack, plan in sorted((stack, ctx.plans[stack]) for stack in stacks):
-        release = HamiRelease.from_values(plan.helm_values[names.HAMI_RELEASE])
+        release = HamiValues.from_values(plan.helm_values[names.HAMI_RELEASE])
         profile = SharingProfile(
             deviceSplitCount=release.split_count,
             deviceMemoryScaling=release.memory_scaling,
@@ -102,7 +102,7 @@ def hami_registration(ctx: Context) -> Result:
     exactly what gpushare's capacity model plans and the pool's NodeOverlay advertises: the overlay never promises
     more than HAMi and the mock register."""
     stacks = [*SHIPPED_STACKS, large_gpu_plan(ctx)]
-    factor = HamiRelease.from_values(ctx.plans[stacks[-1]].helm_values[names.HAMI_RELEASE]).memory_factor
+    factor = HamiValues.from_values(ctx.plans[stacks[-1]].helm_values[names.HAMI_RELEASE]).memory_factor
     cases = _registration_nodes(ctx, stacks)
     nodes = [node for node, _, _ in cases]
     ctx.kubectl.apply(nodes)

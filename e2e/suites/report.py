@@ -26,14 +26,17 @@ DEVIATIONS = (
     "plugin registers gpumem, gpucores and gpumem-percentage through the same kubelet stand-in.",
     "The NVIDIA device plugin (exclusive and time-sliced pools) is a stand-in that derives what the node registers "
     "from its release's values (the Go module proxy refuses its module).",
-    "HAMi's scheduler and its kube-scheduler run as processes with the flags, device config and "
-    "KubeSchedulerConfiguration chart 2.10.0 renders from the release values; they get the rig's kubeconfig, the "
-    "kube-scheduler its own port, and the MutatingWebhookConfiguration reaches the extender by URL on loopback "
-    "where the chart names its Service (certificate made by the rig, not the chart's cert-gen job).",
+    "HAMi's scheduler and its kube-scheduler run as processes started from what Helm renders (helm template) from "
+    "the HAMi chart archive in GPUSHARE_CHART_ARCHIVES with the stack's release values: the scheduler Deployment's "
+    "containers' command lines and literal env, the ConfigMaps they mount, its Service's ports and the "
+    "MutatingWebhookConfiguration. They get the rig's kubeconfig, the kube-scheduler its own port, and the "
+    "webhook reaches the extender by URL on loopback where the chart names its Service (certificate made by the "
+    "rig, not the chart's cert-gen job).",
     "Instance types come from the catalog (vCPU, memory, GPUs, on-demand prices, GPU labels) in kwok's format, in "
     "three rig zones; kwok does not apply overlays to the launched node as the AWS provider does.",
-    "Helm releases (Karpenter, HAMi, NVIDIA device plugin, monitoring) are not installed: the rig runs Karpenter and "
-    "HAMi itself, and objects of the monitoring.coreos.com group are skipped (their CRDs come from a chart).",
+    "Helm releases (Karpenter, HAMi, NVIDIA device plugin, monitoring) are not installed in the scenarios (the "
+    "engine phase installs them): the rig runs Karpenter and HAMi itself, HAMi from its rendered chart, and objects "
+    "of the monitoring.coreos.com group are skipped (their CRDs come from a chart).",
     "consolidateAfter is shortened to 15s so consolidation is observable within a run, and every scheduled "
     "disruption budget is moved to a daily window starting 12 h after the rig starts (at most 11 h long), so no "
     "scenario depends on the hour or weekday; disruption-budget sets windows over and away from now on purpose.",
@@ -41,7 +44,8 @@ DEVIATIONS = (
     "become static scrapes (HAMi's through the Service port the monitor names, with its honorLabels, job = the "
     "Service name; Karpenter's with the namespace label a ServiceMonitor target carries), and the stack's "
     "PrometheusRule groups are loaded as a rules file, rendered with monitoring on and "
-    "nodeClaimNotInitializedMinutes: 1 and podPendingMinutes: 1 so those alerts can fire within a run.",
+    "nodeClaimNotInitializedMinutes: 1, podPendingMinutes: 1 and componentDownMinutes: 1 so those alerts can fire "
+    "within a run.",
     "Scenarios run four at a time, each on copies of the dev teams it needs and their pools (e2e/cluster/tenants.py), "
     "rendered by the real program into the plan the rig applies; the examples run on copies too (their namespace "
     "and pool renamed). A pool's copy is named <tenant><n>: kwok names a node up to 61 characters beyond its pool's "
@@ -59,6 +63,7 @@ UPSTREAM_MODULES = (
     "sigs.k8s.io/kwok",
     "github.com/aws/karpenter-provider-aws",
     "github.com/prometheus/prometheus",
+    "helm.sh/helm/v3",
     "github.com/Project-HAMi/HAMi",
     "github.com/HAMi/mock-device-plugin",
     "github.com/pulumi/pulumi/pkg/v3",

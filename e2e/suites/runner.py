@@ -9,26 +9,30 @@ import time
 import traceback
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from e2e.cluster.api import ApiError
 from e2e.cluster.errors import RigError
+from e2e.cluster.invariants import Finding, Invariants, Tally
 from e2e.cluster.kubectl import KubectlError
 from e2e.cluster.rig import wait_for
 from e2e.cluster.start import say
 from e2e.cluster.tenants import Tenant
 from e2e.cluster.workloads import Context, nodeclaims
-from e2e.suites import disruption, headroom, objects, placement, quotas, registration, scale_up, timeslicing
+from e2e.suites import disruption, faults, headroom, objects, placement, quotas, registration, scale_up, timeslicing
 from e2e.suites.base import Result, Scenario, ScenarioFailure, diagnostics
 from gpushare import names
 
 RUNNING_STACK = "dev"
 SCENARIOS: dict[str, Scenario] = {
     scenario.name: scenario
-    for module in (objects, registration, scale_up, placement, disruption, quotas, timeslicing, headroom)
+    for module in (objects, registration, scale_up, placement, disruption, quotas, timeslicing, headroom, faults)
     for scenario in module.SCENARIOS
 }
+# The fault scenarios run by `make chaos` (python -m e2e --chaos), not by `make e2e`.
+CHAOS = tuple(scenario.name for scenario in faults.SCENARIOS)
 # Scenarios sharing the cluster at once. Most of a scenario's time is spent waiting on controllers' timers, not
 # computing; more than this at once on two cores slows the controllers the scenarios wait on.
 CONCURRENCY = 4
@@ -79,6 +83,9 @@ def run_scenarios(ctx: Context, selected: list[str], order: list[str]) -> list[R
     """Run the selected scenarios that need the stack: concurrently where they may, then those that must be alone.
     `order` puts the longest first, so the last to finish is a short one."""
     tenants = {tenant.name: tenant for tenant in ctx.tenants}
+    # The invariant checker samples the cluster throughout; each scenario is judged on what it owns meanwhile.
+    ctx.invariants = Invariants.for_release(ctx.api, ctx.hami, ctx.rendered_hami.metrics_port)
+    ctx.invariants.start()
     shared = sorted(
         (n for n in selected if not SCENARIOS[n].alone), key=lambda n: order.index(n) if n in order else len(order)
     )
@@ -90,9 +97,10 @@ def run_scenarios(ctx: Context, selected: list[str], order: list[str]) -> list[R
     for name in selected:
         if SCENARIOS[name].alone:
             results[name] = run_one(name, ctx, tenants.get(tenant_name(name)))
+    tally = ctx.invariants.stop()
     if ctx.agent.failure:
         raise RigError(f"the node agent stopped: {ctx.agent.failure}")
-    return [results[name] for name in selected]
+    return [*(results[name] for name in selected), invariants_result(tally)]
 
 
 def run_one(name: str, ctx: Context, tenant: Tenant | None) -> Result:
@@ -101,6 +109,7 @@ def run_one(name: str, ctx: Context, tenant: Tenant | None) -> Result:
     say(f"{name} ...")
     started = time.monotonic()
     namespaces = list((tenant.teams.values() if tenant else scenario.teams) or ())
+    mark = own.invariants.mark() if own.invariants is not None else None
     try:
         result = scenario.run(own)
     except (ScenarioFailure, KubectlError, ApiError, RigError) as error:
@@ -110,12 +119,29 @@ def run_one(name: str, ctx: Context, tenant: Tenant | None) -> Result:
         result = Result(name, False, f"{type(error).__name__}: {error}", notes=seen)
         for line in seen:
             say(f"  {name}: {line}")
+    if own.invariants is not None and mark is not None:
+
+        def owned(finding: Finding) -> bool:
+            return scenario.alone or finding.namespace in namespaces or bool(finding.pool and own.owns(finding.pool))
+
+        seen = own.invariants.since(mark, owned)
+        result.figures["invariants"] = seen.summary()
+        if seen.failed and result.passed:
+            result = replace(result, passed=False, summary=f"invariants broken: {'; '.join(seen.messages())}")
     if not result.passed:
         _reset(own, namespaces)
     result.seconds = round(time.monotonic() - started, 1)
     result.waited = dict(own.waited)
     say(f"{'PASS' if result.passed else 'FAIL'} {name} ({result.seconds:.0f} s): {result.summary}")
     return result
+
+
+def invariants_result(tally: Tally) -> Result:
+    """The whole run's invariant checks as a line of the report: every sample, whoever owned what it found."""
+    counts = ", ".join(f"{kind} {count}" for kind, count in sorted(tally.checks.items()))
+    broken = f"; broken: {'; '.join(tally.messages())}" if tally.failed else ""
+    summary = f"{sum(tally.checks.values())} checks in {tally.samples} samples ({counts}){broken}"
+    return Result("invariants", not tally.failed, summary, {"invariants": tally.summary()})
 
 
 def _reset(ctx: Context, namespaces: list[str]) -> None:

@@ -66,6 +66,14 @@ def hami_jobs(config: StackConfig) -> tuple[str, str]:
     return f"{fullname}-scheduler", f"{fullname}-device-plugin-monitor"
 
 
+def karpenter_job(config: StackConfig) -> str:
+    """The `job` label Prometheus gives Karpenter's target: its Service, named after its release (the stack's, or the
+    running Karpenter's in an existing cluster; render/monitoring.py selects it so)."""
+    if config.existing_cluster is not None:
+        return config.existing_cluster.karpenter.deployment
+    return names.KARPENTER_RELEASE
+
+
 def _team_namespaces(config: StackConfig) -> str:
     return "|".join(team.name for team in config.teams)
 
@@ -237,6 +245,14 @@ def alerts(config: StackConfig) -> list[Alert]:
             "HAMi device-plugin monitor on {{ $labels.node }} is down",
             "kubectl -n kube-system get pods -l app.kubernetes.io/component=hami-device-plugin -o wide; a GPU "
             "node without it registers no vGPUs",
+        ),
+        Alert(
+            "KarpenterDown",
+            f'(max(up{{job="{karpenter_job(config)}"}}) == 0) or absent(up{{job="{karpenter_job(config)}"}})',
+            t.component_down_minutes,
+            "Karpenter is not scraped: no GPU node is launched, and none consolidated",
+            "kubectl -n kube-system get pods -l app.kubernetes.io/name=karpenter; read its logs. Running pods and "
+            "nodes are untouched; pods that need a new node wait (GpuPodPending)",
         ),
         *headroom_alerts(config),
     ]

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpushare import compat, names
-from gpushare.capacity import container_limits, pool_plans, team_quota_hard
+from gpushare.capacity import container_limits, pool_container_limits, pool_plans, team_quota_hard
 from gpushare.config import CONTAINER_DEFAULT_CPU, CONTAINER_DEFAULT_MEMORY, Priority, StackConfig, TeamConfig
 from gpushare.tiers import TIERS
 
@@ -107,7 +107,7 @@ def team_objects(config: StackConfig, team: TeamConfig) -> list[dict[str, Any]]:
         },
         *mutating_policies(config, team),
         *per_gpu_limit_policy(config, team),
-        *isolation_policy(team),
+        *isolation_policy(config, team),
     ]
 
 
@@ -208,8 +208,9 @@ def _validating_policy(team: TeamConfig, purpose: str, validations: list[dict[st
 
 
 def mutating_policies(config: StackConfig, team: TeamConfig) -> list[dict[str, Any]]:
-    """Scheduler policy (GPU pods without their own annotation), priority (GPU pods without their own class)
-    and spot (GPU pods of spot-only teams), each a policy + binding; none where the cluster lacks the GA API.
+    """Scheduler policy (GPU pods without their own annotation), HAMi's scheduler (HAMi pods the default one would
+    get), priority (GPU pods without their own class) and spot (GPU pods of spot-only teams), each a policy +
+    binding; none where the cluster lacks the GA API.
 
     Only GPU pods get a tier: they alone reach the tainted GPU nodes, where tiers are meant to compete; a
     team's CPU pods raised above 0 could preempt controllers on the system nodes."""
@@ -227,6 +228,26 @@ def mutating_policies(config: StackConfig, team: TeamConfig) -> list[dict[str, A
                 {"asks-hami": asks_any(HAMI_RESOURCES), "no-own-policy": _lacks_annotation(key)},
                 _apply(f"Object{{metadata: Object.metadata{{annotations: {{'{key}': '{value}'}}}}}}"),
             )
+    if config.uses_hami(team):
+        # HAMi's webhook fails open (render/hami.py says why), and a GPU pod it missed while HAMi's scheduler was
+        # down went to the default scheduler, which bound it to a HAMi node without a GPU: its kubelet then
+        # refuses it (HAMi's device plugin allocates only pods HAMi placed) and a Job counts the failure. Routed
+        # here, in the API server, such a pod waits for HAMi's scheduler instead (the offline cluster's
+        # hami-scheduler-killed; docs/faults.md). The webhook still runs on it, as for a pod naming HAMi itself.
+        key, value = names.HAMI_WEBHOOK_IGNORE
+        objects += _mutating_policy(
+            team,
+            "hami-scheduler",
+            {
+                "asks-hami": asks_any(HAMI_RESOURCES),
+                "default-scheduler": "!has(object.spec.schedulerName) || object.spec.schedulerName == "
+                f"'{names.DEFAULT_SCHEDULER_NAME}'",
+                # What the webhook's object selector skips, this skips too (a pod that opts out of HAMi).
+                "not-opted-out": f"!has(object.metadata.labels) || !('{key}' in object.metadata.labels) || "
+                f"object.metadata.labels['{key}'] != '{value}'",
+            },
+            _apply(f"Object{{spec: Object.spec{{schedulerName: '{names.HAMI_SCHEDULER_NAME}'}}}}"),
+        )
     value, preemption = PRIORITIES[team.priority]
     objects += _mutating_policy(
         team,
@@ -240,10 +261,12 @@ def mutating_policies(config: StackConfig, team: TeamConfig) -> list[dict[str, A
             f"priority: {value}, preemptionPolicy: '{preemption}'}}}}"
         ),
     )
+    objects += gpu_toleration_policy(team)
+    objects += pool_selector_policy(config, team)
     if team.spot_only:
         # A JSON patch: the Pod schema marks nodeSelector an atomic map, which an ApplyConfiguration may not
         # change (the API server refuses it); a node affinity term would replace the pod's own affinity.
-        key = names.CAPACITY_TYPE_LABEL.replace("~", "~0").replace("/", "~1")
+        key = _json_pointer(names.CAPACITY_TYPE_LABEL)
         spot = names.CAPACITY_TYPE_SPOT
         objects += _mutating_policy(
             team,
@@ -260,6 +283,94 @@ def mutating_policies(config: StackConfig, team: TeamConfig) -> list[dict[str, A
             },
         )
     return objects
+
+
+def _json_pointer(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def tolerates_gpu_taint() -> str:
+    """CEL: some toleration of the pod tolerates the GPU pools' taint (its key, or every key; its effect or all; its
+    value, or Exists), as the scheduler matches a toleration to a taint."""
+    key, value, effect = (names.GPU_TAINT[k] for k in ("key", "value", "effect"))
+    return (
+        "has(object.spec.tolerations) && object.spec.tolerations.exists(t, "
+        f"((has(t.key) && t.key == '{key}') || ((!has(t.key) || t.key == '') && has(t.operator) && "
+        "t.operator == 'Exists')) && "
+        f"(!has(t.effect) || t.effect == '' || t.effect == '{effect}') && "
+        f"((has(t.operator) && t.operator == 'Exists') || (has(t.value) && t.value == '{value}')))"
+    )
+
+
+def gpu_toleration_policy(team: TeamConfig) -> list[dict[str, Any]]:
+    """A team's GPU pod that does not tolerate the GPU pools' taint gets the toleration, as Kubernetes'
+    ExtendedResourceToleration admission plugin adds one for a taint named like a requested extended resource
+    (EKS lets no one enable admission plugins). Without it the pod stays Pending: no node it may use exists, so
+    Karpenter launches none. Time-sliced pods ask nvidia.com/gpu.shared, whose nodes carry the same taint."""
+    toleration = f"{{'key': '{names.GPU_TAINT['key']}', 'operator': 'Exists', 'effect': '{names.GPU_TAINT['effect']}'}}"
+    return _mutating_policy(
+        team,
+        "gpu-toleration",
+        {"asks-gpu": asks_any(GPU_RESOURCES), "no-gpu-toleration": f"!({tolerates_gpu_taint()})"},
+        {
+            "patchType": "JSONPatch",
+            "jsonPatch": {
+                "expression": "has(object.spec.tolerations) ? "
+                f"[JSONPatch{{op: 'add', path: '/spec/tolerations/-', value: {toleration}}}] : "
+                f"[JSONPatch{{op: 'add', path: '/spec/tolerations', value: [{toleration}]}}]"
+            },
+        },
+    )
+
+
+def _asks_none(resource: str) -> str:
+    return f"!{asks_any((resource,))}"
+
+
+def pool_holds(limits: dict[str, int]) -> str:
+    """CEL: every container asks only GPU resources the pool registers, each within what one container may ask
+    there (capacity.pool_container_limits)."""
+    return " && ".join(
+        _within(resource, limits[resource]) if resource in limits else _asks_none(resource)
+        for resource in GPU_RESOURCES
+    )
+
+
+def _names_no_pool() -> str:
+    """CEL: neither the pod's nodeSelector nor a required node affinity term names a pool label."""
+    keys = "[" + ", ".join(f"'{k}'" for k in POOL_SELECTOR_KEYS) + "]"
+    required = "object.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+    return (
+        f"!(has(object.spec.nodeSelector) && {keys}.exists(k, k in object.spec.nodeSelector)) && "
+        f"!(has(object.spec.affinity) && has(object.spec.affinity.nodeAffinity) && has({required}) && "
+        f"{required}.nodeSelectorTerms.exists(t, has(t.matchExpressions) && "
+        f"t.matchExpressions.exists(e, e.key in {keys})))"
+    )
+
+
+def pool_selector_policy(config: StackConfig, team: TeamConfig) -> list[dict[str, Any]]:
+    """A team's GPU pod that selects no pool gets `nodeSelector gpushare.io/pool: <pool>` when exactly one of the
+    team's pools holds what it asks (by kind of GPU resource and per-container size); with several, or none, it
+    gets nothing and the isolation policy refuses it, naming the selector to add. A JSON patch: the Pod schema
+    marks nodeSelector an atomic map, which an ApplyConfiguration may not change."""
+    plans = pool_plans(config)
+    holds = {pool: pool_holds(pool_container_limits(plans[pool])) for pool in team.pools}
+    key = _json_pointer(names.POOL_LABEL)
+    expression = "[]"
+    for pool in reversed(team.pools):
+        alone = " && ".join([f"({holds[pool]})", *(f"!({holds[other]})" for other in team.pools if other != pool)])
+        patch = (
+            f"(has(object.spec.nodeSelector) ? [JSONPatch{{op: 'add', path: '/spec/nodeSelector/{key}', "
+            f"value: '{pool}'}}] : [JSONPatch{{op: 'add', path: '/spec/nodeSelector', "
+            f"value: {{'{names.POOL_LABEL}': '{pool}'}}}}])"
+        )
+        expression = f"({alone}) ? {patch} : {expression}"
+    return _mutating_policy(
+        team,
+        "pool-selector",
+        {"asks-gpu": asks_any(GPU_RESOURCES), "no-pool-selector": _names_no_pool()},
+        {"patchType": "JSONPatch", "jsonPatch": {"expression": expression}},
+    )
 
 
 def _within(resource: str, limit: int) -> str:
@@ -357,7 +468,7 @@ def _selects_a_pool(pools: tuple[str, ...]) -> str:
     return f"!{asks_any(GPU_RESOURCES)} || {by_selector} || {by_affinity}"
 
 
-def isolation_policy(team: TeamConfig) -> list[dict[str, Any]]:
+def isolation_policy(config: StackConfig, team: TeamConfig) -> list[dict[str, Any]]:
     """A ValidatingAdmissionPolicy + binding keeping a team's pods within what the stack gave the team: no priority
     above its tier, no pool outside its own.
 
@@ -365,13 +476,28 @@ def isolation_policy(team: TeamConfig) -> list[dict[str, Any]]:
     so comparing the number covers every class, gpushare's and system-node-critical alike; without it a team picks
     a higher class and preempts other teams. Pools: quotas count resources, not pools (one vGPU quota covers every
     HAMi pool), so without it a team selects another team's pool and fills it; a GPU pod must select a pool, or
-    Karpenter may put it on any pool whose taint it tolerates."""
+    Karpenter may put it on any pool whose taint it tolerates. Where the cluster has no MutatingAdmissionPolicy
+    (before 1.36) nothing adds the GPU pools' toleration, so a GPU pod without it is refused here, naming it,
+    instead of staying Pending with no node it may use."""
     value, _ = PRIORITIES[team.priority]
     pools = ", ".join(team.pools)
+    toleration = []
+    if not compat.has_mutating_admission_policy(config.cluster.kubernetes_version):
+        taint = names.GPU_TAINT
+        toleration.append(
+            {
+                "expression": f"!{asks_any(GPU_RESOURCES)} || ({tolerates_gpu_taint()})",
+                "message": f"a pod asking GPUs must tolerate the GPU pools' taint {taint['key']}={taint['value']}:"
+                f"{taint['effect']}: tolerations: [{{key: {taint['key']}, operator: Exists, effect: "
+                f"{taint['effect']}}}]",
+                "reason": "Forbidden",
+            }
+        )
     return _validating_policy(
         team,
         "isolation",
         [
+            *toleration,
             {
                 "expression": f"!has(object.spec.priority) || object.spec.priority <= {value}",
                 "message": f"priority must be at most {value}, the {team.priority} tier of team "

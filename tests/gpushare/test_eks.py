@@ -11,7 +11,7 @@ import pytest
 from gpushare import eks, pins
 from gpushare.errors import ConfigError
 from gpushare.loader import load_stack_config
-from tests.conftest import PLAN_DATE, raw_stack
+from tests.conftest import PLAN_DATE, on_minor, raw_stack
 
 SUPPORT = eks.load_eks_support()
 KEY = "gpushare:cluster.kubernetesVersion"
@@ -42,14 +42,9 @@ def test_upcoming_minors_are_newer_than_every_offered_one():
 
 
 def _stack(minor: str, support_type: str | None = None) -> dict:
-    raw = raw_stack("dev")
-    raw["gpushare:cluster"]["kubernetesVersion"] = minor
+    raw = on_minor(raw_stack("dev"), minor)
     if support_type is not None:
         raw["gpushare:cluster"]["supportType"] = support_type
-    if _minor_number(minor) < 36:  # no MutatingAdmissionPolicy before 1.36: the team behaviour it applies goes
-        for team in raw["gpushare:teams"]:
-            team.pop("schedulerPolicy", None)
-            team["priority"] = "standard"
     return raw
 
 

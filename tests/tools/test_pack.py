@@ -80,3 +80,52 @@ def test_a_trace_is_refused_in_one_line_naming_its_keys(tmp_path, capsys):
     [line] = capsys.readouterr().err.splitlines()
     assert "deployments" in line and "make pack takes a fixed mix" in line
     assert not (tmp_path / "pack.json").exists()
+
+
+DAY = MIXES / "production-day.csv"
+DAY_MAPPING = MIXES / "production-day.mapping.yaml"
+
+
+def test_a_replayed_pod_lists_moment_packs_the_pods_alive_then(tmp_path, capsys):
+    """Two pods of the shipped list's shape, one alive at 10:00 and one from 12:00: each moment packs what is
+    alive then, on the mapping's stack, checked by the same rules as a mix."""
+    pods = tmp_path / "pods.csv"
+    pods.write_text(
+        DAY.read_text().splitlines()[0]
+        + "\ninference,chat-a,2026-11-18T09:00:00Z,2026-11-18T11:00:00Z,2,8Gi,1,0.25,,"
+        + "\ninference,rerank-b,2026-11-18T12:00:00Z,,4,16Gi,1,,8192,40\n"
+    )
+    for at, pools in (("10:00", {"g6-shared": 1}), ("12:30", {"g5-shared": 1}), ("11:30", {})):
+        assert (
+            pack.main(["--workload", str(pods), "--mapping", str(DAY_MAPPING), "--at", at, "--out", str(tmp_path)]) == 0
+        )
+        result = json.loads((tmp_path / "pack.json").read_text())
+        assert {name: pool["pods"] for name, pool in result["pools"].items()} == pools, at
+        assert result["moment"]["at"] == at and result["stack"] == "prod"
+    assert "no pods to pack" in capsys.readouterr().out
+    assert (
+        pack.main(["--workload", str(DAY), "--mapping", str(DAY_MAPPING), "--at", "14:00", "--out", str(tmp_path)]) == 0
+    )
+    result = json.loads((tmp_path / "pack.json").read_text())
+    assert set(result["pools"]) == {"g5-shared", "g6-shared"}
+    assert all(pool["usd_per_hour"] <= pool["first_fit_usd_per_hour"] for pool in result["pools"].values())
+
+
+def test_a_bad_moment_lists_every_problem_of_the_list_and_the_time_and_writes_nothing(tmp_path, capsys):
+    pods = tmp_path / "pods.csv"
+    pods.write_text(DAY.read_text().splitlines()[0] + "\ninference,chat-a,yesterday,,2,8Gi,1,0.25,,\n")
+    out = tmp_path / "out"
+    assert pack.main(["--workload", str(pods), "--mapping", str(DAY_MAPPING), "--at", "24:00", "--out", str(out)]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 2
+    assert f"{pods}:2: created" in lines[0]
+    assert lines[1] == "error: --at: '24:00' is not a time of the replayed day; write HH:MM from 00:00 to 23:59"
+    assert pack.main(["--workload", str(DAY), "--at", "10:00", "--out", str(out)]) == 2
+    assert pack.main(["--workload", str(DAY), "--mapping", str(DAY_MAPPING), "--out", str(out)]) == 2
+    assert pack.main(["--workload", str(DAY), "--mapping", str(DAY_MAPPING), "--at", "10:00", "--stack", "dev"]) == 2
+    assert [line.split(":")[1] for line in capsys.readouterr().err.splitlines()] == [
+        " --at",
+        " --mapping",
+        " --mapping",
+    ]
+    assert not out.exists()

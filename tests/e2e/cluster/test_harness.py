@@ -11,7 +11,8 @@ from croniter import croniter
 
 from e2e.cluster.build import BINARIES, TOOLS, pin_hash
 from e2e.cluster.device_plugins import NvidiaPluginConfig
-from e2e.cluster.hami_chart import HamiRelease
+from e2e.cluster.errors import RigError
+from e2e.cluster.hami_values import HamiValues
 from e2e.cluster.instance_types import ZONES, kwok_instance_types
 from e2e.cluster.stack import (
     KWOK_NODE_CLASS,
@@ -62,81 +63,34 @@ def test_gpu_labels_ride_on_the_offerings() -> None:
     assert labels["karpenter.k8s.aws/instance-family"] == "g5"
 
 
-def _release(stack: str) -> HamiRelease:
-    return HamiRelease.from_values(load_plan(stack, PLANS[stack]).helm_values[names.HAMI_RELEASE])
+def _release(stack: str) -> HamiValues:
+    return HamiValues.from_values(load_plan(stack, PLANS[stack]).helm_values[names.HAMI_RELEASE])
 
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_the_device_config_carries_the_stacks_sharing_profile(_plans: None, stack: str) -> None:
-    """HAMi's scheduler, its device plugin stand-in and the real mock read the device ConfigMap the chart renders
-    from the release values: the stack's profile, not the chart's defaults."""
+    """HAMi's scheduler, its device plugin stand-in and the real mock read the device ConfigMap the chart writes
+    from `device-config.content`: the stack's profile, not the chart's defaults."""
     profile = raw_stack(stack)["gpushare:hami"]["profile"]
-    nvidia = _release(stack).device_config()["nvidia"]
+    release = _release(stack)
+    nvidia = release.device_config()["nvidia"]
     assert {key: nvidia[key] for key in ("deviceSplitCount", "deviceMemoryScaling", "deviceCoreScaling")} == {
         key: profile[key] for key in ("deviceSplitCount", "deviceMemoryScaling", "deviceCoreScaling")
     }
-    assert nvidia["resourceCountName"] == names.GPU
-    assert nvidia["resourceMemoryName"] == names.GPU_MEMORY
-    assert nvidia["memoryFactor"] == 1
-
-
-def test_values_override_chart_defaults_as_helm_merges_them() -> None:
-    release = HamiRelease.from_values(
-        {
-            "schedulerName": "vgpu",
-            "resourceMem": "example.com/mem",
-            "devicePlugin": {"deviceSplitCount": 4},
-            "scheduler": {"admissionWebhook": {"enabled": False}, "nodeLockExpire": None},
-        }
+    assert (release.split_count, release.memory_scaling) == (
+        profile["deviceSplitCount"],
+        profile["deviceMemoryScaling"],
     )
-    assert release.device_config()["nvidia"]["deviceSplitCount"] == 4
-    assert release.device_config()["nvidia"]["deviceMemoryScaling"] == 1
-    assert release.node_lock_expire == ""
-    configuration = release.scheduler_configuration()
-    assert configuration["profiles"] == [{"schedulerName": "vgpu"}]
-    [extender] = configuration["extenders"]
-    assert extender["urlPrefix"] == "http://127.0.0.1:80"
-    assert {"name": "example.com/mem", "ignoredByScheduler": True} in extender["managedResources"]
-    assert "--http_bind=0.0.0.0:80" in release.extender_args("d", "c", "k")
-    assert not any(arg.startswith("--cert_file") for arg in release.extender_args("d", "c", "k"))
+    assert nvidia["resourceCountName"] == names.GPU == release.resource_name
+    assert nvidia["resourceMemoryName"] == names.GPU_MEMORY == release.resource_mem
+    assert release.memory_factor == nvidia["memoryFactor"] == 1
 
 
-@pytest.mark.parametrize("stack", ["dev", "prod"])
-def test_the_scheduler_runs_as_the_release_renders_it(_plans: None, stack: str) -> None:
-    release = _release(stack)
-    args = release.extender_args("/d.yaml", "/t.crt", "/t.key")
-    assert "--scheduler-name=hami-scheduler" in args
-    assert "--device-config-file=/d.yaml" in args
-    assert "--http_bind=0.0.0.0:443" in args
-    assert "--cert_file=/t.crt" in args
-    values = load_plan(stack, PLANS[stack]).helm_values[names.HAMI_RELEASE]
-    policy = values["scheduler"]["defaultSchedulerPolicy"]
-    assert f"--node-scheduler-policy={policy['nodeSchedulerPolicy']}" in args
-    assert f"--gpu-scheduler-policy={policy['gpuSchedulerPolicy']}" in args
-    assert {"--kube-qps=50", "--kube-burst=100", "--debug"} <= set(args)  # the stack's client rate, the chart's own
-    [extender] = release.scheduler_configuration()["extenders"]
-    assert (extender["urlPrefix"], extender["nodeCacheCapable"], extender["filterVerb"], extender["bindVerb"]) == (
-        "https://127.0.0.1:443",
-        True,
-        "filter",
-        "bind",
-    )
-    managed = {entry["name"] for entry in extender["managedResources"] if entry["ignoredByScheduler"]}
-    assert managed >= {names.GPU, names.GPU_MEMORY, names.GPU_CORES, names.GPU_MEMORY_PERCENTAGE}
-    assert "--config=/c.yaml" in release.kube_scheduler_args("/c.yaml")
-
-
-def test_the_webhook_skips_what_the_stack_labels_ignore() -> None:
-    webhook = HamiRelease.from_values({"scheduler": {"admissionWebhook": {"whitelistNamespaces": ["batch"]}}})
-    [hook] = webhook.mutating_webhook("https://127.0.0.1:443/webhook", "Q0E=")["webhooks"]
-    ignore = {"key": names.HAMI_WEBHOOK_IGNORE[0], "operator": "NotIn", "values": [names.HAMI_WEBHOOK_IGNORE[1]]}
-    assert hook["objectSelector"]["matchExpressions"] == [ignore]
-    assert hook["namespaceSelector"]["matchExpressions"] == [
-        ignore,
-        {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["batch"]},
-    ]
-    assert hook["failurePolicy"] == "Ignore"
-    assert hook["rules"][0]["operations"] == ["CREATE"]
+def test_values_without_what_the_stack_always_renders_are_refused_by_name() -> None:
+    with pytest.raises(RigError, match=r"lack resourceMem, schedulerName, device-config\.content"):
+        HamiValues.from_values(
+            {"resourceName": "a", "resourceCores": "b", "resourceMemPercentage": "c", "device-config": {}}
+        )
 
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])

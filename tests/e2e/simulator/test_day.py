@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from e2e.cluster.hami_chart import HamiRelease
+from e2e.cluster.hami_values import HamiValues
 from e2e.cluster.kwok_stages import COMPLETE_AFTER
 from e2e.cluster.stack import Plan, load_plan
 from e2e.cluster.workloads import HAMI_BIND_PHASE, HAMI_NODE
@@ -112,11 +112,11 @@ def test_percentile_is_nearest_rank():
 @pytest.fixture(scope="module")
 def dev(plans) -> tuple[Plan, Pools]:
     plan = load_plan("dev", plans["dev"]["_folder"])
-    return plan, Pools(plan, load_catalog(), HamiRelease.from_values(plan.helm_values[names.HAMI_RELEASE]))
+    return plan, Pools(plan, load_catalog(), HamiValues.from_values(plan.helm_values[names.HAMI_RELEASE]))
 
 
 def _day(plan: Plan, demand: Demand) -> Day:
-    return Day(SimpleNamespace(hami=HamiRelease.from_values(plan.helm_values[names.HAMI_RELEASE])), demand, plan)
+    return Day(SimpleNamespace(hami=HamiValues.from_values(plan.helm_values[names.HAMI_RELEASE])), demand, plan)
 
 
 def test_a_batch_is_an_indexed_job_whose_pods_each_run_their_own_duration(dev):
@@ -278,6 +278,25 @@ def test_the_run_document_from_synthetic_records(dev):
         "in_budget_window": {"inference": 1, "ml-research": 0},
     }
     assert document["nodeclaims"] == {"launched": 4, "consolidated": 3, "by_reason": {"Empty": 3}}
+
+
+def test_the_tail_after_the_horizon_is_billed_on_both_sides_and_shown_apart(dev):
+    """Node d held only a batch pod at the horizon (02:00) and went at 02:20: the run bills those 20 minutes; the
+    oracle's job ended within the day, so its tail is nothing. Both spans sum to the whole on both sides, and the
+    bill ends where the rig stopped watching (02:30)."""
+    _, pools = dev
+    demand = _synthetic_demand()
+    document = run_document(demand, _seen(), pools, day_bounds(demand, pools), {})
+    cost, g5 = document["cost"], load_catalog().instance_type("g5.xlarge").on_demand_usd_per_hour
+    assert cost["tail"]["usd"] == pytest.approx(g5 * 20 / 60, abs=0.001)
+    assert cost["tail"]["oracle_usd"] == 0.0
+    assert cost["tail"]["hours"] == pytest.approx(0.5)
+    assert document["billed_end_hours"] == pytest.approx(2.5)
+    for key in ("usd", "corrected_usd", "oracle_usd", "policy_usd"):
+        assert cost["within_day"][key] + cost["tail"][key] == pytest.approx(cost[key], abs=0.002)
+    assert cost["within_day"]["corrected_ratio"] == pytest.approx(
+        cost["within_day"]["corrected_usd"] / cost["within_day"]["oracle_usd"], abs=0.001
+    )
 
 
 def test_pods_are_counted_not_events(dev):

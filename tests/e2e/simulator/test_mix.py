@@ -6,16 +6,21 @@ from pathlib import Path
 
 import pytest
 
-from e2e.cluster.hami_chart import HamiRelease
+from e2e.cluster.hami_values import HamiValues
+from e2e.cluster.stack import load_plan
 from e2e.simulator.mix import (
+    RigNode,
     Workload,
+    dearer_nodes,
     fractional_lower_bound,
+    headroom_pods,
     load_workload,
     packing_bound,
     table,
     whole_gpu_cost,
     workload_problems,
 )
+from gpushare import names
 from gpushare.catalog import load_catalog
 from gpushare.errors import UserError
 from gpushare.files import read_yaml
@@ -24,6 +29,11 @@ from tests.conftest import ROOT, raw_stack
 
 CATALOG = load_catalog()
 MIX = ROOT / "examples" / "workloads" / "inference-mix.yaml"
+
+
+def _hami(plans, stack: str) -> HamiValues:
+    """The stack's HAMi release values as its offline plan renders them."""
+    return HamiValues.from_values(load_plan(stack, plans[stack]["_folder"]).helm_values[names.HAMI_RELEASE])
 
 
 def test_the_shipped_mix_is_60_pods_of_2_to_12_gib_on_pools_of_its_stack(plans):
@@ -84,8 +94,7 @@ def test_the_per_gpu_packing_bound_lies_between_the_fractional_bound_and_whole_g
         for r in plans[workload.stack]["resources"]
         if r["type"].endswith(":NodePool")
     }
-    release = HamiRelease.from_values({})
-    best = packing_bound(CATALOG, pools, workload, release)["usd_per_hour"]
+    best = packing_bound(CATALOG, pools, workload, _hami(plans, workload.stack))["usd_per_hour"]
     assert fractional_lower_bound(CATALOG, pools, workload) <= best < whole_gpu_cost(CATALOG, pools, workload)
 
 
@@ -98,16 +107,23 @@ def test_a_run_is_judged_against_the_proven_optimum_which_first_fit_misses_on_th
         for r in plans[workload.stack]["resources"]
         if r["type"].endswith(":NodePool")
     }
-    bound = packing_bound(CATALOG, pools, workload, HamiRelease.from_values({}))
+    bound = packing_bound(CATALOG, pools, workload, _hami(plans, workload.stack))
     assert set(bound["optimum_status"].values()) == {"optimal"}
     assert bound["optimum_lower_bound_usd_per_hour"] == bound["optimum_usd_per_hour"] < bound["usd_per_hour"]
     run = {
         "stack": "prod",
         "pods": 70,
         "running": 70,
-        "seconds_to_settle": 40.0,
+        "seconds_to_place": 40.0,
+        "nodeclaims_launched": 30,
+        "seconds_to_consolidate": 130.0,
+        "consolidation_wait_s": {"stable": 60, "at_most": 600},
         "nodes_by_type": {"g5.8xlarge": 16},
         "usd_per_hour": round(bound["optimum_usd_per_hour"] * 1.5, 3),
+        "by_pool": {},
+        "dearer_nodes": [],
+        "headroom_pods": {},
+        "optimal_packing_without_headroom_usd_per_hour": bound["optimum_usd_per_hour"],
         "gpu_memory_used_percent": 80.0,
         "gpu_cores_used_percent": 80.0,
         "one_pod_per_whole_gpu_usd_per_hour": 66.396,
@@ -123,8 +139,56 @@ def test_a_run_is_judged_against_the_proven_optimum_which_first_fit_misses_on_th
     text = table(run)
     assert f"1.50x the optimum: ${bound['optimum_usd_per_hour']}/h" in text and "(proven optimal)" in text
     assert f"first-fit per GPU ${bound['usd_per_hour']}/h" in text
+    assert "placed after 40 s, nodes consolidated after 130 s (then 60 s unchanged)" in text
+    assert "nodes: 16 x g5.8xlarge (16 of the 30 NodeClaims Karpenter launched)" in text
     run["optimal_packing_status"] = {**bound["optimum_status"], "g6-shared": "feasible"}
     assert "not proven: g6-shared feasible; lower bound $" in table(run)
+    run["seconds_to_consolidate"] = None
+    assert "nodes still changing 600 s after the pods were placed" in table(run)
+
+
+def test_the_optimum_counts_the_warm_headroom_the_stack_keeps(plans):
+    """prod's inference team keeps two warm pods on g5-shared: the rig's Karpenter keeps a node for them, so the
+    optimum packs them beside the mix (the shipped inference mix needs one g5.xlarge more with them)."""
+    plan = load_plan("prod", plans["prod"]["_folder"])
+    hami = _hami(plans, "prod")
+    headroom = headroom_pods(plan, hami)
+    assert {pool: len(pods) for pool, pods in headroom.items()} == {"g5-shared": 2}
+    assert {(pod.gpu_memory_mib, pod.gpu_cores, pod.cpu_millis) for pod in headroom["g5-shared"]} == {(7676, 33, 1000)}
+    workload, types = load_workload(MIX), plan.pool_instance_types()
+    alone, beside = (
+        packing_bound(CATALOG, types, workload, hami),
+        packing_bound(CATALOG, types, workload, hami, headroom),
+    )
+    assert beside["optimum_nodes_by_type"]["g5.xlarge"] == alone["optimum_nodes_by_type"]["g5.xlarge"] + 1
+    assert beside["optimum_by_pool"]["g6-shared"] == alone["optimum_by_pool"]["g6-shared"]
+
+
+def _node(name: str, pods: int, karpenter: str = "", pool: str = "p") -> RigNode:
+    return RigNode(name, pool, "g5.xlarge", pods, 4096 * pods, 23028, karpenter)
+
+
+def test_a_pool_dearer_than_its_optimum_names_each_node_and_why():
+    nodes = [
+        _node("a", 0),
+        _node("b", 3, "Unconsolidatable: node is not empty"),
+        _node("c", 2),
+        _node("d", 1, pool="q"),
+    ]
+    by_pool = {
+        "p": {"usd_per_hour": 3.0, "optimum_usd_per_hour": 2.0},
+        "q": {"usd_per_hour": 1.0, "optimum_usd_per_hour": 1.0},
+    }
+    found = {node["nodeclaim"]: node["why"] for node in dearer_nodes(nodes, by_pool, {"p": "WhenEmpty"})}
+    assert found == {
+        "a": "empty, and Karpenter had not removed it when the wait ended",
+        "b": "Karpenter: Unconsolidatable: node is not empty",
+        "c": "the pool's consolidationPolicy is WhenEmpty: Karpenter removes only empty nodes",
+    }
+    underutilized = dearer_nodes(nodes, by_pool, {"p": "WhenEmptyOrUnderutilized"})
+    assert [node["why"] for node in underutilized if node["nodeclaim"] == "c"] == [
+        "Karpenter said nothing about it (it found no cheaper consolidation)"
+    ]
 
 
 def _mix_problems(*groups: dict) -> list[str]:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from e2e.cluster.hami_chart import HamiRelease
+from e2e.cluster.hami_values import HamiValues
 from e2e.cluster.stack import load_plan
 from e2e.simulator import exact, oracle
 from e2e.simulator.budgets import Window, budget_windows
@@ -25,7 +25,7 @@ BATCH = {"name": "embed", "team": "ml-research", "pool": "g5-shared", "gpuMemory
 @pytest.fixture(scope="module")
 def pools(plans) -> Pools:
     plan = load_plan("dev", plans["dev"]["_folder"])
-    return Pools(plan, load_catalog(), HamiRelease.from_values(plan.helm_values[names.HAMI_RELEASE]))
+    return Pools(plan, load_catalog(), HamiValues.from_values(plan.helm_values[names.HAMI_RELEASE]))
 
 
 def _day(**changes: Any) -> Trace:
@@ -84,6 +84,39 @@ def test_a_deployment_over_its_quota_is_left_out_of_the_oracle(pools: Pools, mon
         (60, 120, {"chat": 2}),
     ]
     assert (admission.asked["chat"], admission.refused["chat"]) == (5, 0)  # the two refused went at the scale-down
+
+
+def test_a_job_the_quota_delays_past_the_horizon_is_served_in_the_tail_and_a_deployment_is_not(
+    pools: Pools, monkeypatch
+):
+    """ml-research may hold 2 vGPUs: of a batch of 3 at 01:00 for an hour on a two-hour day, the third is admitted at
+    the horizon and runs to 03:00, as on the rig, which bills its node there; the chat Deployment holds its pod past
+    the horizon (its quota stays taken) but, as the run's bill stops at the horizon for nodes serving it, counts no
+    more, in the oracle or its policy bound."""
+    monkeypatch.setitem(pools.quotas, "ml-research", {names.GPU: 2})
+    chat = {"name": "chat", "team": "inference", "pool": "g4dn-shared", "gpuMemoryMib": 1536, "gpuCores": 10}
+    day = _day(
+        hours=2,
+        deployments=[{**chat, "replicas": {"00:00": 1}}],
+        jobs=[{**BATCH, "arrivals": [{"at": "01:00", "count": 3, "durationMinutes": 60}]}],
+    )
+    admission = admitted_demand(day.demand(), pools)
+    assert [(start, end, dict(alive)) for start, end, alive in admission.segments] == [
+        (0, 60, {"chat": 1}),
+        (60, 120, {"chat": 1, "embed": 2}),
+        (120, 180, {"embed": 1}),
+    ]
+    assert (admission.refused["embed"], admission.late["embed"]) == (0, 1)
+    bounds = day_bounds(day.demand(), pools)
+    one = _one_pod_usd(pools, BATCH)
+    assert bounds.horizon == 120
+    assert bounds.usd("oracle")["g5-shared"] == pytest.approx(one)  # one pod's packing for the hour 01:00-02:00
+    assert bounds.tail_usd("oracle", 180) == pytest.approx({"g4dn-shared": 0.0, "g5-shared": one})
+    assert bounds.tail_usd("oracle", 150)["g5-shared"] == pytest.approx(one / 2)  # cut where the run's bill ends
+    tail_policy = bounds.tail_usd("policy", 10_000)
+    assert tail_policy["g4dn-shared"] == 0.0
+    assert tail_policy["g5-shared"] >= one
+    assert bounds.at("oracle", 150) == pytest.approx(one) and bounds.at("oracle", 60 * 4) == 0.0
 
 
 def test_a_gang_ends_its_duration_after_its_last_pod_is_admitted(pools: Pools, monkeypatch):

@@ -48,6 +48,7 @@ def _sample() -> dict[str, Any]:
         "seconds_per_hour": 20,
         "hours": 24,
         "horizon_hours": 24,
+        "billed_end_hours": 24,
         "wall_seconds": 498.2,
         "wall_seconds_per_simulated_hour": 20.8,
         "compression": [
@@ -65,6 +66,21 @@ def _sample() -> dict[str, Any]:
             "corrected_ratio": 1.049,
             "corrected_to_policy": 1.024,
             "policy_ratio": 1.024,
+            "within_day": {
+                "usd": 14.52,
+                "corrected_usd": 12.6,
+                "oracle_usd": 12.01,
+                "policy_usd": 12.3,
+                "corrected_ratio": 1.049,
+            },
+            "tail": {
+                "hours": 0.0,
+                "usd": 0.0,
+                "corrected_usd": 0.0,
+                "oracle_usd": 0.0,
+                "policy_usd": 0.0,
+                "corrected_ratio": None,
+            },
             "node_hours_by_type": {"g4dn.xlarge": 20.5, "g5.xlarge": 6.1},
             "usd_by_type": {"g4dn.xlarge": 10.78, "g5.xlarge": 6.13},
             "by_pool": {
@@ -449,6 +465,27 @@ def test_plot_writes_a_1000_by_800_png_that_reads_back(tmp_path: Path, timeline:
     data = path.read_bytes()
     assert data.startswith(PNG_SIGNATURE)
     assert matplotlib.image.imread(path).shape[:2] == (800, 1000)
+
+
+def test_the_tail_after_the_horizon_is_shown_apart_in_the_report_and_the_plot_spans_it(tmp_path: Path):
+    run = _run(billed_end_hours=26.5)
+    run["cost"]["tail"] = {
+        "hours": 2.5,
+        "usd": 3.1,
+        "corrected_usd": 2.0,
+        "oracle_usd": 1.5,
+        "policy_usd": 1.7,
+        "corrected_ratio": 1.333,
+    }
+    text = markdown(_document([run]))
+    assert "Within the day (to 24:00): $12.60 corrected against the oracle's $12.01 (1.049)" in text
+    assert "after the horizon, 2.5 simulated hours" in text
+    assert "$2.00 corrected (raw $3.10) against the oracle's $1.50 and the policy bound's $1.70" in text
+    with_tail, without = tmp_path / "tail.png", tmp_path / "day.png"
+    plot(run, with_tail)
+    plot(_run(), without)
+    assert matplotlib.image.imread(with_tail).shape[:2] == (800, 1000)
+    assert with_tail.read_bytes() != without.read_bytes()
 
 
 def test_plot_is_the_same_bytes_twice_and_names_no_matplotlib_version(tmp_path: Path):

@@ -21,7 +21,7 @@ from gpushare.render.karpenter import pool_labels
 from gpushare.render.monitoring import dcgm_exporter_values
 from policies.gpushare_policies.placement import gpu_daemonsets
 from policies.gpushare_policies.stack import DAEMON_SET, HELM_RELEASE, Resource, StackView
-from tests.conftest import PLAN_DATE, raw_stack
+from tests.conftest import PLAN_DATE, on_minor, raw_stack
 
 
 def _landing(raw: dict[str, Any], pool: PoolConfig) -> set[str]:
@@ -74,12 +74,8 @@ def test_hami_device_config_content_is_the_whole_config_with_the_profile(dev_raw
 
 @pytest.mark.parametrize("minor", pins.kubernetes_minors())
 def test_hami_scheduler_runs_the_pinned_patch_of_the_cluster_minor(minor):
-    raw = raw_stack("dev")
-    raw["gpushare:cluster"]["kubernetesVersion"] = minor
+    raw = on_minor(raw_stack("dev"), minor)
     raw["gpushare:cluster"]["supportType"] = "EXTENDED"  # a minor past standard support on PLAN_DATE is allowed
-    for team in raw["gpushare:teams"]:  # before 1.36 no MutatingAdmissionPolicy applies them
-        team.pop("schedulerPolicy", None)
-        team["priority"] = "standard"
     config = load_stack_config(raw, today=PLAN_DATE)
     image = hami.hami_values(config)["scheduler"]["kubeScheduler"]["image"]
     tag = pins.kube_scheduler_tag(minor)

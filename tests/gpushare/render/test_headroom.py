@@ -9,7 +9,7 @@ from gpushare import names
 from gpushare.loader import load_stack_config
 from gpushare.render.headroom import headroom_objects
 from gpushare.render.karpenter import karpenter_values
-from tests.conftest import PLAN_DATE
+from tests.conftest import PLAN_DATE, on_minor
 
 
 def _objects(raw: dict[str, Any], team: int) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
@@ -85,10 +85,7 @@ def test_an_exclusive_pool_template_skips_hami(prod_raw):
 
 
 def test_before_kubernetes_1_36_no_admission_policy_sets_a_class(dev_raw):
-    dev_raw["gpushare:cluster"]["kubernetesVersion"] = "1.35"
-    for team in dev_raw["gpushare:teams"]:
-        team.pop("schedulerPolicy", None)
-        team["priority"] = "standard"
+    on_minor(dev_raw, "1.35")
     dev_raw["gpushare:teams"][1]["headroom"] = {"pods": 1, "shape": {"gpuMemoryMib": 5120, "gpuCores": 33}}
     [(_, template, _)] = _objects(dev_raw, 1)
     assert not {"priorityClassName", "priority", "preemptionPolicy"} & set(template["template"]["spec"])

@@ -6,13 +6,13 @@ from __future__ import annotations
 import pytest
 
 from gpushare import names
-from gpushare.capacity import per_gpu_limits, pool_plans
+from gpushare.capacity import per_gpu_limits, pool_container_limits, pool_plans
 from gpushare.errors import ConfigError
 from gpushare.loader import load_stack_config
 from gpushare.render import tenancy
 from policies.gpushare_policies.rules.team_admission_scoped import scope_problems
 from policies.gpushare_policies.rules.team_scheduler_policy_applied import unapplied_policies
-from tests.conftest import PLAN_DATE
+from tests.conftest import PLAN_DATE, on_minor
 from tests.policies.helpers import view_of
 
 
@@ -69,6 +69,27 @@ def test_scheduler_policy_is_copied_only_onto_hami_pods_without_their_own(dev):
     assert ("MutatingAdmissionPolicy", "gpushare-ml-research-node-scheduler-policy") not in _by_name(
         tenancy.team_objects(dev, dev.teams[0])
     )
+
+
+def test_hami_pods_the_default_scheduler_would_get_go_to_hamis_scheduler_whatever_its_webhook(dev, dev_raw):
+    """HAMi's webhook fails open: the API server itself routes a HAMi team's vGPU pods, so a pod created while
+    HAMi's scheduler is down waits for it instead of being bound without a GPU (e2e hami-scheduler-killed)."""
+    for team in dev.teams:
+        policy = _by_name(tenancy.team_objects(dev, team))[
+            ("MutatingAdmissionPolicy", f"gpushare-{team.name}-hami-scheduler")
+        ]["spec"]
+        conditions = {c["name"]: c["expression"] for c in policy["matchConditions"]}
+        assert all(f"'{r}'" in conditions["asks-hami"] for r in tenancy.HAMI_RESOURCES)
+        assert f"'{names.DEFAULT_SCHEDULER_NAME}'" in conditions["default-scheduler"]
+        assert "object.metadata.labels['hami.io/webhook'] != 'ignore'" in conditions["not-opted-out"]
+        expression = policy["mutations"][0]["applyConfiguration"]["expression"]
+        assert f"schedulerName: '{names.HAMI_SCHEDULER_NAME}'" in expression
+    dev_raw["gpushare:teams"][0]["pools"] = ["g6-timeslice"]
+    dev_raw["gpushare:teams"][0]["quota"] = {"gpus": 0, "sharedGpus": 8}
+    dev_raw["gpushare:teams"][1]["pools"] = ["g4dn-shared", "g5-shared"]
+    config = load_stack_config(dev_raw, today=PLAN_DATE)
+    without_hami = _by_name(tenancy.team_objects(config, config.teams[0]))
+    assert ("MutatingAdmissionPolicy", "gpushare-ml-research-hami-scheduler") not in without_hami
 
 
 def test_policies_match_pod_creation_in_the_team_namespace_only(dev):
@@ -161,11 +182,7 @@ def test_clusters_before_1_36_refuse_mutating_team_settings(dev_raw, team_change
 
 
 def test_standard_teams_on_older_clusters_get_no_mutating_policies(dev_raw):
-    dev_raw["gpushare:cluster"]["kubernetesVersion"] = "1.35"
-    for team in dev_raw["gpushare:teams"]:
-        team.pop("schedulerPolicy", None)
-        team.pop("priority", None)
-    config = load_stack_config(dev_raw, today=PLAN_DATE)
+    config = load_stack_config(on_minor(dev_raw, "1.35"), today=PLAN_DATE)
     kinds = {o["kind"] for o in _team_objects(config)}
     assert "MutatingAdmissionPolicy" not in kinds
     assert "ValidatingAdmissionPolicy" in kinds, "ValidatingAdmissionPolicy is GA since 1.30"
@@ -291,7 +308,7 @@ def test_isolation_policy_caps_priority_at_the_tier_and_pools_at_the_team(prod):
     """Every team gets it, bound with Deny to its namespace: the ceiling is its own tier's value and the pools
     allowed are exactly its own, by both pool labels (the CEL itself runs in `make admission-test`)."""
     for team in prod.teams:
-        policy, binding = tenancy.isolation_policy(team)
+        policy, binding = tenancy.isolation_policy(prod, team)
         priority, pools, selected = policy["spec"]["validations"]
         assert priority["expression"].endswith(f"object.spec.priority <= {tenancy.PRIORITIES[team.priority][0]}")
         other_pools = [p.name for p in prod.pools if p.name not in team.pools]
@@ -375,3 +392,55 @@ def test_quota_keys_left_out_render_what_the_pools_register_not_zero(dev_raw):
         "limits.nvidia.com/gpumem": "61440",
         "limits.nvidia.com/gpucores": "400",
     }
+
+
+def test_gpu_pods_without_the_gpu_toleration_get_it(dev):
+    """ExtendedResourceToleration's job, which EKS does not enable: only GPU pods, only when none tolerates."""
+    policy = _by_name(tenancy.team_objects(dev, dev.teams[1]))[
+        ("MutatingAdmissionPolicy", "gpushare-inference-gpu-toleration")
+    ]["spec"]
+    conditions = {c["name"]: c["expression"] for c in policy["matchConditions"]}
+    assert conditions == {
+        "asks-gpu": tenancy.asks_any(tenancy.GPU_RESOURCES),
+        "no-gpu-toleration": f"!({tenancy.tolerates_gpu_taint()})",
+    }
+    expression = policy["mutations"][0]["jsonPatch"]["expression"]
+    wanted = f"{{'key': '{names.GPU_TAINT['key']}', 'operator': 'Exists', 'effect': '{names.GPU_TAINT['effect']}'}}"
+    assert f"path: '/spec/tolerations/-', value: {wanted}" in expression
+    assert f"path: '/spec/tolerations', value: [{wanted}]" in expression
+
+
+def test_a_pod_without_a_pool_gets_the_one_team_pool_that_holds_it(dev):
+    """ml-research: two HAMi pools (T4, A10G) and a time-sliced one; inference: one T4 pool."""
+    plans = pool_plans(dev)
+    for team in dev.teams:
+        policy = _by_name(tenancy.team_objects(dev, team))[
+            ("MutatingAdmissionPolicy", f"gpushare-{team.name}-pool-selector")
+        ]["spec"]
+        expression = policy["mutations"][0]["jsonPatch"]["expression"]
+        for pool in team.pools:
+            assert f"value: {{'{names.POOL_LABEL}': '{pool}'}}" in expression
+            assert tenancy.pool_holds(pool_container_limits(plans[pool])) in expression
+        assert expression.endswith(": []"), "a pod no pool alone holds gets nothing (the isolation policy refuses it)"
+        assert [c["name"] for c in policy["matchConditions"]] == ["asks-gpu", "no-pool-selector"]
+
+
+def test_what_one_container_may_ask_per_pool_follows_its_sharing(dev):
+    plans = pool_plans(dev)
+    assert pool_container_limits(plans["g5-shared"]) == per_gpu_limits(plans["g5-shared"].capacities)
+    assert pool_container_limits(plans["g4dn-shared"])[names.GPU_MEMORY] == 15360
+    assert pool_container_limits(plans["g6-timeslice"]) == {names.GPU_SHARED: 1}
+    held = tenancy.pool_holds({names.GPU_SHARED: 1})
+    assert tenancy.asks_any((names.GPU,)) in held and tenancy.asks_any((names.GPU_MEMORY,)) in held
+
+
+def test_clusters_before_1_36_refuse_gpu_pods_without_the_toleration(dev_raw):
+    """No MutatingAdmissionPolicy adds it there: the isolation policy names it instead of a pod Pending forever."""
+    older = load_stack_config(on_minor(dev_raw, "1.35"), today=PLAN_DATE)
+    [policy, _] = tenancy.isolation_policy(older, older.teams[0])
+    messages = [v["message"] for v in policy["spec"]["validations"]]
+    assert messages[0].startswith("a pod asking GPUs must tolerate the GPU pools' taint nvidia.com/gpu=true:NoSchedule")
+    dev_raw["gpushare:cluster"]["kubernetesVersion"] = "1.36"
+    current = load_stack_config(dev_raw, today=PLAN_DATE)
+    [policy, _] = tenancy.isolation_policy(current, current.teams[0])
+    assert not any("tolerate" in v["message"] for v in policy["spec"]["validations"])
