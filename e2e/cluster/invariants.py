@@ -184,7 +184,9 @@ def check(snapshot: Snapshot, hami: Hami) -> tuple[Counter[str], list[Finding]]:
     _check_placement(live, nodes, hami, checks, findings)
     _check_quotas(live, snapshot.quotas, checks, findings)
     if snapshot.hami_quota is not None:
-        _check_hami_quota(live, snapshot.hami_quota, hami, checks, findings)
+        # HAMi keeps charging a pod being deleted until it is gone or has finished (onUpdatePod, HAMi 2.10).
+        charged = [pod for pod in snapshot.pods if pod.get("status", {}).get("phase") not in TERMINAL]
+        _check_hami_quota(charged, snapshot.hami_quota, hami, checks, findings)
     _check_claims(snapshot.claims, nodes, checks, findings)
     for pod in live:
         node = pod["spec"].get("nodeName")
@@ -316,7 +318,7 @@ def _check_quotas(
 
 
 def _check_hami_quota(
-    live: list[dict[str, Any]],
+    charged: list[dict[str, Any]],
     charges: dict[str, dict[str, tuple[float, float]]],
     hami: Hami,
     checks: Counter[str],
@@ -324,7 +326,7 @@ def _check_hami_quota(
 ) -> None:
     """HAMi charges memory in MiB against a limit written in units of memoryFactor MiB (pkg/device/quota.go)."""
     for namespace, resources in charges.items():
-        pods = [pod for pod in live if pod["metadata"]["namespace"] == namespace]
+        pods = [pod for pod in charged if pod["metadata"]["namespace"] == namespace]
         held = {
             hami.memory_resource: sum(mem for pod in pods for _uuid, mem, _core in allocations(pod)),
             hami.cores_resource: sum(core for pod in pods for _uuid, _mem, core in allocations(pod)),
@@ -349,7 +351,7 @@ def _check_hami_quota(
                     Finding(
                         "hami-quota",
                         f"{namespace}/{resource}",
-                        f"HAMi charges {namespace} {resource} {used:g}, its live pods hold {held[resource]}",
+                        f"HAMi charges {namespace} {resource} {used:g}, its pods hold {held[resource]}",
                         namespace=namespace,
                     )
                 )

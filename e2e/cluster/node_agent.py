@@ -10,7 +10,8 @@
 - KWOK's own race: a pod bound to a node KWOK has only just learned can go unplayed until KWOK's resync, minutes
   later (seen as a time-sliced pod bound but not Running for 350 s). A pod bound to a KWOK node and still without a
   pod IP after KWOK_NUDGE_S gets an annotation touched, whose update event KWOK plays: a kubelet would have started
-  it. Nothing of the pod's spec changes.
+  it, or, when it is being deleted, stopped it and let the API server remove it (an unplayed pod left terminating
+  keeps HAMi's quota charge, which HAMi holds until a pod is gone). Nothing of the pod's spec changes.
 A pool listed in `unplugged_pools` gets no device plugin: the ResourceNotRegistered failure.
 """
 
@@ -102,7 +103,7 @@ class NodeAgent(threading.Thread):
         unplayed = {}
         for pod in self.api.items("/api/v1/pods?fieldSelector=status.phase%3DPending"):
             metadata, spec, status = pod["metadata"], pod["spec"], pod.get("status", {})
-            if spec.get("nodeName") in kwok_nodes and "podIP" not in status and "deletionTimestamp" not in metadata:
+            if spec.get("nodeName") in kwok_nodes and "podIP" not in status:
                 uid = metadata["uid"]
                 unplayed[uid] = since = self._unplayed_since.get(uid, now)
                 if now - since >= KWOK_NUDGE_S:

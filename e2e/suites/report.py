@@ -17,7 +17,7 @@ DEVIATIONS = (
     "Nodes are KWOK fakes: the node agent registers extended resources as 0 on a new node, as a kubelet does before "
     "device plugins report, then KWOK plays the kubelet's status and pods; a pod KWOK leaves bound but unplayed for "
     "15 s (its race with a node it has just learned, otherwise resolved only by its resync minutes later) gets an "
-    "annotation touched so KWOK plays it, as a kubelet would have started it.",
+    "annotation touched so KWOK plays it, as a kubelet would have started it (or, being deleted, stopped it).",
     "HAMi's device plugin needs NVML and stays a stand-in: rig-gpu-node (e2e/cluster/tools/hami/gpunode, on HAMi's own "
     "packages) writes hami.io/node-nvidia-register with HAMi's encoder from the catalog's NVML memory and the "
     "release's device config, registers nvidia.com/gpu (GPUs x split) through a kubelet stand-in that speaks the "

@@ -116,11 +116,16 @@ def test_a_healthy_cluster_passes_every_check_and_the_checks_are_counted() -> No
     }
 
 
-def test_finished_and_deleting_pods_hold_nothing() -> None:
+def test_finished_and_deleting_pods_hold_nothing_but_hamis_charge_until_a_deleting_pod_is_gone() -> None:
     done = _pod("done", phase="Succeeded", devices="GPU-n1-0,NVIDIA,15360,100:;")
     going = _pod("going", devices="GPU-n1-0,NVIDIA,15360,100:;")
     going["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
-    assert _kinds(_healthy(pods=[*_healthy().pods, done, going])) == []
+    assert _kinds(_healthy(pods=[*_healthy().pods, done])) == []
+    findings = check(_healthy(pods=[*_healthy().pods, done, going]), HAMI)[1]
+    assert [f.kind for f in findings] == ["hami-quota", "hami-quota"]
+    assert "HAMi charges team nvidia.com/gpumem 8192, its pods hold 23552" in findings[0].message
+    charge = {"team": {names.GPU_MEMORY: (8192.0 + 15360, 30720.0), names.GPU_CORES: (150.0, 200.0)}}
+    assert _kinds(_healthy(pods=[*_healthy().pods, done, going], hami_quota=charge)) == []
 
 
 @pytest.mark.parametrize(

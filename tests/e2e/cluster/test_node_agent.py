@@ -1,5 +1,5 @@
 """The node agent's repair of KWOK's race: a pod bound to a KWOK node that KWOK left unplayed is touched once it has
-waited KWOK_NUDGE_S, and no other pod is."""
+waited KWOK_NUDGE_S (being deleted or not), and no other pod is."""
 
 from __future__ import annotations
 
@@ -40,6 +40,7 @@ def test_only_pods_kwok_left_unplayed_on_its_nodes_are_touched_and_only_after_th
         _pod("played", "kwok-a", {"phase": "Pending", "podIP": "10.0.0.1"}),
         _pod("elsewhere", "real-node"),
         _pod("going", "kwok-a", deleting=True),
+        _pod("played-going", "kwok-a", {"phase": "Pending", "podIP": "10.0.0.2"}, deleting=True),
     ]
     api = FakeApi(pods)
     agent = _agent(api)
@@ -56,7 +57,7 @@ def test_only_pods_kwok_left_unplayed_on_its_nodes_are_touched_and_only_after_th
     assert api.patched == [], "pods are listed at most every KWOK_NUDGE_S / 3"
     clock[0] += KWOK_NUDGE_S / 3
     agent._nudge_unplayed_pods({"kwok-a"})
-    assert api.patched == ["unplayed"]
+    assert api.patched == ["unplayed", "going"], "a kubelet would have started the one and stopped the other"
 
 
 def test_a_pod_played_meanwhile_is_forgotten(monkeypatch):
