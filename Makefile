@@ -53,9 +53,8 @@ bench: $(VENV)/.installed ## print how long rendering, planning, checking and th
 rules-test: $(VENV)/.installed ## promtool check/test the GPU alerts, parse every dashboard query (needs Go)
 	$(PY) -m tools.rules_check
 
-e2e: $(VENV)/.installed ## offline cluster: real kube-apiserver, Karpenter and KWOK run the stack, then the engine phase on a fresh rig (needs Go)
-	$(PY) -m e2e
-	$(PY) -m e2e --engine
+e2e: $(VENV)/.installed ## offline cluster: real kube-apiserver, Karpenter and KWOK run the stack; beside it the engine phase on a rig of its own (needs Go)
+	$(PY) -m e2e --with-engine
 
 chaos: $(VENV)/.installed ## offline cluster faults: HAMi, Karpenter, a node's device plugins and the API server killed, a GPU node lost, a burst; invariants checked throughout (needs Go; docs/faults.md)
 	$(PY) -m e2e --chaos

@@ -3,12 +3,15 @@
     python -m e2e [--scenario NAME ...]
     python -m e2e --chaos                       (the fault scenarios: docs/faults.md)
     python -m e2e --engine                      (the engine phase: docs/engine.md)
+    python -m e2e --with-engine                 (make e2e: the scenarios, and the engine phase beside them)
     python -m e2e --simulate FILE [--runs N] [--speeds S,S]
     python -m e2e --simulate PODS --mapping FILE [--runs N] [--speeds S,S]
     python -m e2e --try PODS --team TEAM [--stack dev|prod]   (make try: docs/try.md)
 
 The build runs here; the cluster runs in `e2e.run` inside a private network namespace (`unshare --net`), so
-nothing the rig starts is reachable from outside this machine's loopback. A day (a trace, or a replayed pod list)
+nothing the rig starts is reachable from outside this machine's loopback. With --with-engine the engine phase runs
+at the same time on a rig of its own, in a namespace of its own; its output is kept in build/e2e/engine.log and
+shown after the scenarios' table. A day (a trace, or a replayed pod list)
 runs once per speed, stack variant and run, each on a fresh rig, and the runs are gathered into
 build/e2e/simulate.json and simulate.md.
 Exit 0: every scenario passed (or the simulation ran); 1: a scenario failed, or a simulated day broke the rig's
@@ -20,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -35,6 +39,9 @@ from e2e.simulator.mix import Workload, load_simulation
 from e2e.simulator.variants import BASELINE, trace_variant_plan
 from e2e.tryout.main import checked
 from gpushare.errors import UserError
+
+# The engine phase's output when it runs beside the scenarios (--with-engine).
+ENGINE_LOG = REPORT_DIR / "engine.log"
 
 
 def _checked(path: Path, mapping: Path | None = None) -> tuple[Workload | Demand | None, list[str]]:
@@ -55,6 +62,25 @@ def _checked(path: Path, mapping: Path | None = None) -> tuple[Workload | Demand
                 lines = str(error).split(": ", 1)[-1].splitlines()
                 problems += [f"{mapping or path}: variants[{index}] ({variant.name}): {line}" for line in lines]
     return simulation, problems
+
+
+def _scenarios_and_engine(command: list[str], scenario_args: list[str]) -> int:
+    """The scenarios and the engine phase at once, each in a network namespace and on a rig of its own: the engine's
+    minute and a half hides behind the scenarios' ten. Its output goes to ENGINE_LOG, shown once both are done.
+    Exit 2 when either could not run, else 1 when either failed."""
+    ENGINE_LOG.parent.mkdir(parents=True, exist_ok=True)
+    with ENGINE_LOG.open("w") as log:
+        engine = subprocess.Popen([*command, "--engine"], stdout=log, stderr=subprocess.STDOUT)
+        scenarios = subprocess.Popen([*command, *scenario_args])
+        # Ctrl-C reaches both children (the terminal's process group), which stop their rigs: wait for them.
+        interrupt = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            codes = (scenarios.wait(), engine.wait())
+        finally:
+            signal.signal(signal.SIGINT, interrupt)
+    print(ENGINE_LOG.read_text(), end="", flush=True)
+    unusual = [code for code in codes if code not in (0, 1)]
+    return unusual[0] if unusual else max(codes)
 
 
 def _gather(path: Path, day: Demand) -> None:
@@ -105,6 +131,8 @@ def main(argv: list[str]) -> int:
     if os.geteuid() != 0:
         namespace.append("--map-root-user")
     command = [*namespace, sys.executable, "-m", "e2e.run", "--bin-dir", str(bin_dir)]
+    if args.with_engine:
+        return _scenarios_and_engine(command, [arg for arg in argv if arg != "--with-engine"])
     if day is None:
         os.execvp(command[0], [*command, *argv])
     shutil.rmtree(RUNS_DIR, ignore_errors=True)

@@ -79,6 +79,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "--engine", action="store_true", help="run the engine phase instead: pulumi up .. destroy (make engine)"
     )
     parser.add_argument(
+        "--with-engine",
+        action="store_true",
+        help="the engine phase beside the scenarios, each on a rig of its own (make e2e)",
+    )
+    parser.add_argument(
         "--try", dest="try_path", type=Path, metavar="PODS", help="place a team's manifests (a file or folder) instead"
     )
     parser.add_argument("--team", help="with --try: the team whose namespace runs them")
@@ -92,6 +97,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         parser.error("--engine runs the engine phase alone: drop --scenario and --simulate")
     if args.chaos and (args.simulate is not None or args.engine):
         parser.error("--chaos runs the fault scenarios: drop --simulate and --engine")
+    if args.with_engine and (args.engine or args.chaos or args.simulate is not None or args.try_path is not None):
+        parser.error("--with-engine goes with make e2e's scenarios: drop --engine, --chaos, --simulate and --try")
     if args.simulate is not None and args.scenario:
         parser.error("--simulate runs a workload, not scenarios: drop --scenario")
     if args.runs < 1:
