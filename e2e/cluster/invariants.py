@@ -30,13 +30,14 @@ import urllib.request
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from e2e.cluster.api import Api, ApiError
 from e2e.cluster.errors import RigError
 from e2e.cluster.hami_values import HamiValues
 from gpushare import names
 
+# What HAMi's device plugin writes on a node, and its scheduler on a pod it placed (pkg/util/types.go).
 HAMI_REGISTER = "hami.io/node-nvidia-register"
 HAMI_NODE = "hami.io/vgpu-node"
 HAMI_DEVICES = "hami.io/vgpu-devices-allocated"
@@ -121,16 +122,24 @@ def registered_gpus(node: dict[str, Any]) -> list[Gpu]:
     return gpus
 
 
-def allocations(pod: dict[str, Any]) -> list[tuple[str, int, int]]:
-    """(GPU UUID, memory, cores) HAMi handed each container of the pod (`UUID,type,mem,cores:` per GPU, `;` per
-    container)."""
+class Allocation(NamedTuple):
+    """One GPU HAMi handed a container of a pod: its UUID, type, memory and cores."""
+
+    uuid: str
+    type: str
+    memory: int
+    cores: int
+
+
+def allocations(pod: dict[str, Any]) -> list[Allocation]:
+    """What HAMi handed each container of the pod (`UUID,type,mem,cores:` per GPU, `;` per container)."""
     text = pod["metadata"].get("annotations", {}).get(HAMI_DEVICES, "")
     found = []
     for container in text.split(";"):
         for device in container.split(":"):
             fields = device.split(",")
             if len(fields) >= 4 and fields[0]:
-                found.append((fields[0], int(fields[2]), int(fields[3])))
+                found.append(Allocation(fields[0], fields[1], int(fields[2]), int(fields[3])))
     return found
 
 
@@ -222,7 +231,7 @@ def _check_gpus(
         node = pod["metadata"].get("annotations", {}).get(HAMI_NODE)
         if node not in nodes:
             continue
-        for uuid, mem, core in allocations(pod):
+        for uuid, _type, mem, core in allocations(pod):
             gpu = gpus.get(uuid)
             checks["gpu-registered"] += 1
             if gpu is None or gpu.node != node:
@@ -328,8 +337,8 @@ def _check_hami_quota(
     for namespace, resources in charges.items():
         pods = [pod for pod in charged if pod["metadata"]["namespace"] == namespace]
         held = {
-            hami.memory_resource: sum(mem for pod in pods for _uuid, mem, _core in allocations(pod)),
-            hami.cores_resource: sum(core for pod in pods for _uuid, _mem, core in allocations(pod)),
+            hami.memory_resource: sum(device.memory for pod in pods for device in allocations(pod)),
+            hami.cores_resource: sum(device.cores for pod in pods for device in allocations(pod)),
         }
         for resource, (used, limit) in resources.items():
             if resource not in held:

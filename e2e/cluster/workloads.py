@@ -17,7 +17,7 @@ from e2e.cluster.changes import Changes
 from e2e.cluster.errors import RigError
 from e2e.cluster.hami_installed import HamiInstalled
 from e2e.cluster.hami_values import HamiValues
-from e2e.cluster.invariants import Invariants
+from e2e.cluster.invariants import HAMI_DEVICES, Invariants
 from e2e.cluster.kubectl import Kubectl
 from e2e.cluster.node_agent import NodeAgent
 from e2e.cluster.rig import Rig
@@ -180,9 +180,8 @@ def gpu_deployment(
 
 
 DEFAULT_SCHEDULER = "default-scheduler"
-# What HAMi's scheduler writes on a pod it placed (pkg/util/types.go), and its device plugin's bind phase.
-HAMI_NODE = "hami.io/vgpu-node"
-HAMI_DEVICES = "hami.io/vgpu-devices-allocated"
+# HAMi's device plugin's bind phase on a pod (pkg/util/types.go); what its scheduler writes (HAMI_NODE,
+# HAMI_DEVICES) is e2e.cluster.invariants'.
 HAMI_BIND_PHASE = "hami.io/bind-phase"
 
 

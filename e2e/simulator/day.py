@@ -29,10 +29,10 @@ from typing import Any
 
 from e2e.cluster.api import Api, ApiError
 from e2e.cluster.errors import RigError
-from e2e.cluster.invariants import Invariants
+from e2e.cluster.invariants import HAMI_NODE, Invariants
 from e2e.cluster.kwok_stages import COMPLETE_AFTER, COMPLETE_AT
 from e2e.cluster.stack import Plan, for_rig, rig_nodepool_name
-from e2e.cluster.workloads import HAMI_BIND_PHASE, HAMI_NODE, Context, condition, gpu_deployment, initialized
+from e2e.cluster.workloads import HAMI_BIND_PHASE, Context, condition, gpu_deployment, initialized
 from e2e.simulator.budgets import Window, always_budgets, budget_windows, consolidate_after_minutes
 from e2e.simulator.demand import Batch, Demand, PodRequests
 from gpushare import names

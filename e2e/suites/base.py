@@ -9,13 +9,12 @@ from typing import Any
 
 from e2e.cluster.api import ApiError
 from e2e.cluster.errors import RigError
+from e2e.cluster.invariants import HAMI_DEVICES, HAMI_NODE
 from e2e.cluster.kubectl import KubectlError
 from e2e.cluster.rig import wait_for
 from e2e.cluster.stack import RIG_CONSOLIDATE_AFTER
 from e2e.cluster.workloads import (
     HAMI_BIND_PHASE,
-    HAMI_DEVICES,
-    HAMI_NODE,
     Context,
     admitted,
     events,

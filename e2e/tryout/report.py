@@ -7,8 +7,8 @@ import re
 from collections import Counter
 from typing import Any
 
+from e2e.cluster.invariants import allocations
 from e2e.cluster.stack import rig_nodepool_name
-from e2e.cluster.workloads import HAMI_DEVICES
 from e2e.tryout.manifests import Manifests, Workload, pod_template
 from e2e.tryout.reasons import TeamView, Verdict, asks_of, pending, refused
 from e2e.tryout.run import Seen, expected_pods, gpu_indexes, owner_chain, placed, workload_of
@@ -21,25 +21,11 @@ POD_NAME = re.compile(r'pods "[^"]*"')
 
 
 def hami_allocation(pod: dict[str, Any], indexes: dict[str, int]) -> list[dict[str, Any]]:
-    """What HAMi allocated: per device the GPU's index on the node, its type, memory and cores (HAMi writes
-    `UUID,type,memory,cores:` per device and `;` per container)."""
-    text = pod["metadata"].get("annotations", {}).get(HAMI_DEVICES, "")
-    devices = []
-    for container in text.split(";"):
-        for device in container.split(":"):
-            parts = device.split(",")
-            if len(parts) >= 4 and parts[0]:
-                uuid, kind, memory, cores = parts[:4]
-                devices.append(
-                    {
-                        "gpu_index": indexes.get(uuid),
-                        "uuid": uuid,
-                        "type": kind,
-                        "memory": int(memory),
-                        "cores": int(cores),
-                    }
-                )
-    return devices
+    """What HAMi allocated: per device the GPU's index on the node, its type, memory and cores."""
+    return [
+        {"gpu_index": indexes.get(d.uuid), "uuid": d.uuid, "type": d.type, "memory": d.memory, "cores": d.cores}
+        for d in allocations(pod)
+    ]
 
 
 def _messages_about(pod: dict[str, Any], events: list[dict[str, Any]]) -> list[str]:

@@ -18,10 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from e2e.cluster.api import ApiError
+from e2e.cluster.invariants import HAMI_DEVICES, HAMI_REGISTER
 from e2e.cluster.kubectl import KubectlError
 from e2e.cluster.stack import plan_of, stack_file
 from e2e.cluster.start import Cluster, say
-from e2e.cluster.workloads import HAMI_BIND_PHASE, HAMI_DEVICES, Context
+from e2e.cluster.workloads import HAMI_BIND_PHASE, Context
 from e2e.tryout.manifests import Manifests, Workload
 
 # Nothing changed for this long, and no node is still coming up: the run has settled. The rig's kube-schedulers
@@ -30,7 +31,6 @@ from e2e.tryout.manifests import Manifests, Workload
 SETTLE_S = 45
 TRY_TIMEOUT_S = 480
 POLL_S = 2.0
-HAMI_REGISTER = "hami.io/node-nvidia-register"
 # What kubectl create job --from=cronjob/... marks a Job with.
 CRONJOB_INSTANTIATE = ("cronjob.kubernetes.io/instantiate", "manual")
 OWNED = {"Deployment": "ReplicaSet", "CronJob": "Job"}

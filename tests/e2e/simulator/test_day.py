@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 
 from e2e.cluster.hami_values import HamiValues
+from e2e.cluster.invariants import HAMI_NODE
 from e2e.cluster.kwok_stages import COMPLETE_AFTER
 from e2e.cluster.stack import Plan, load_plan
-from e2e.cluster.workloads import HAMI_BIND_PHASE, HAMI_NODE
+from e2e.cluster.workloads import HAMI_BIND_PHASE
 from e2e.simulator.budgets import Window
 from e2e.simulator.day import (
     RIG_ARMS,
