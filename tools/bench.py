@@ -126,18 +126,28 @@ E2E_REPORT = PROJECT_ROOT / "build" / "e2e" / "report.json"
 SLOWEST = 5
 
 
+def _last_run(report: Path, command: str) -> dict[str, Any] | None:
+    """The report the last `command` on this machine wrote; None, said, when there is none."""
+    try:
+        return json.loads(report.read_text())
+    except (OSError, ValueError):
+        print(f"{command}: no report at {report.relative_to(PROJECT_ROOT)}; run {command} first")
+        return None
+
+
+def _passed(scenarios: list[dict[str, Any]]) -> str:
+    return f"{sum(s['passed'] for s in scenarios)}/{len(scenarios)} passed"
+
+
 def offline_cluster(report: Path) -> None:
     """The last `make e2e` on this machine (its report): the whole run, the cluster's start, and the slowest
     scenarios with where their time went. The figures of a warm run: the build is not in them."""
-    try:
-        document = json.loads(report.read_text())
-    except (OSError, ValueError):
-        print(f"make e2e: no report at {report.relative_to(PROJECT_ROOT)}; run make e2e first")
+    document = _last_run(report, "make e2e")
+    if document is None:
         return
     scenarios = document["scenarios"]
-    passed = sum(s["passed"] for s in scenarios)
     print(
-        f"make e2e (last run, {passed}/{len(scenarios)} passed): {document['seconds']:.0f} s in all, "
+        f"make e2e (last run, {_passed(scenarios)}): {document['seconds']:.0f} s in all, "
         f"{document.get('startup_seconds', 0):.0f} s of it the cluster's start"
     )
     for scenario in sorted(scenarios, key=lambda s: -float(s.get("seconds", 0)))[:SLOWEST]:
@@ -150,14 +160,11 @@ CHAOS_REPORT = PROJECT_ROOT / "build" / "e2e" / "chaos" / "report.json"
 
 def faults(report: Path) -> None:
     """The last `make chaos` on this machine: each fault's recovery time, and the burst's time to all placed."""
-    try:
-        document = json.loads(report.read_text())
-    except (OSError, ValueError):
-        print(f"make chaos: no report at {report.relative_to(PROJECT_ROOT)}; run make chaos first")
+    document = _last_run(report, "make chaos")
+    if document is None:
         return
     scenarios = document["scenarios"]
-    passed = sum(s["passed"] for s in scenarios)
-    print(f"make chaos (last run, {passed}/{len(scenarios)} passed): {document['seconds']:.0f} s in all")
+    print(f"make chaos (last run, {_passed(scenarios)}): {document['seconds']:.0f} s in all")
     for scenario in scenarios:
         figures = scenario.get("figures", {})
         if "recovery_s" in figures:
