@@ -51,6 +51,14 @@ def _flag(command: Iterable[str], name: str) -> str | None:
     return next((arg.removeprefix(prefix) for arg in command if arg.startswith(prefix)), None)
 
 
+def _mounted_yaml(container: Container, flag: str, whose: str) -> dict[str, Any]:
+    """The YAML file the container's `--flag` names, as the ConfigMap it mounts there holds it."""
+    path = _flag(container.command, flag)
+    if path is None or path not in container.files:
+        raise RigError(f"{whose}'s --{flag} {path!r} is no file it mounts from a ConfigMap")
+    return dict(yaml.safe_load(container.files[path]))
+
+
 @dataclass(frozen=True)
 class Container:
     """One container of a Pod template as the rig runs it: its command line and literal env, with the files it mounts
@@ -204,18 +212,12 @@ class HamiInstalled:
     @property
     def device_config(self) -> dict[str, Any]:
         """The device config the extender reads (--device-config-file), as the mounted ConfigMap holds it."""
-        path = _flag(self.extender.command, "device-config-file")
-        if path is None or path not in self.extender.files:
-            raise RigError(f"the extender's --device-config-file {path!r} is no file it mounts from a ConfigMap")
-        return dict(yaml.safe_load(self.extender.files[path]))
+        return _mounted_yaml(self.extender, "device-config-file", "the extender")
 
     @property
     def scheduler_configuration(self) -> dict[str, Any]:
         """The KubeSchedulerConfiguration the kube-scheduler container reads (--config)."""
-        path = _flag(self.kube_scheduler.command, "config")
-        if path is None or path not in self.kube_scheduler.files:
-            raise RigError(f"the kube-scheduler's --config {path!r} is no file it mounts from a ConfigMap")
-        return dict(yaml.safe_load(self.kube_scheduler.files[path]))
+        return _mounted_yaml(self.kube_scheduler, "config", "the kube-scheduler")
 
     @property
     def scheduler_name(self) -> str:

@@ -28,7 +28,7 @@ from e2e.cluster.build import KUBERNETES_VERSION
 from e2e.cluster.changes import Changes
 from e2e.cluster.device_plugins import NvidiaPluginConfig
 from e2e.cluster.errors import RigError
-from e2e.cluster.hami_installed import HamiInstalled
+from e2e.cluster.hami_installed import MOCK_CONFIG_VOLUME, HamiInstalled
 from e2e.cluster.hami_values import HamiValues
 from e2e.cluster.helm import chart_archive, render
 from e2e.cluster.instance_types import kwok_instance_types
@@ -238,7 +238,7 @@ def mock_device_config(plan: Plan, chart_objects: list[dict[str, Any]]) -> str:
     renders (its own device ConfigMap)."""
     [daemonset] = [d for d in plan.of_kind("DaemonSet") if d["metadata"]["name"] == names.MOCK_NAME]
     spec = daemonset["spec"]["template"]["spec"]
-    [volume] = [v for v in spec["volumes"] if "configMap" in v and v["name"] == "device-config"]
+    [volume] = [v for v in spec["volumes"] if "configMap" in v and v["name"] == MOCK_CONFIG_VOLUME]
     name = volume["configMap"]["name"]
     namespace = daemonset["metadata"]["namespace"]
     for configmap in [*plan.of_kind("ConfigMap"), *(o for o in chart_objects if o["kind"] == "ConfigMap")]:
