@@ -61,6 +61,7 @@ class Gpu:
     count: int
     memory: int
     cores: int
+    index: int = 0
 
 
 @dataclass(frozen=True)
@@ -111,14 +112,22 @@ def registered_gpus(node: dict[str, Any]) -> list[Gpu]:
         return []
     if text.lstrip().startswith("["):
         return [
-            Gpu(str(d["id"]), name, int(d.get("count", 0)), int(d.get("devmem", 0)), int(d.get("devcore", 0)))
+            Gpu(
+                str(d["id"]),
+                name,
+                int(d.get("count", 0)),
+                int(d.get("devmem", 0)),
+                int(d.get("devcore", 0)),
+                int(d.get("index", 0)),
+            )
             for d in json.loads(text)
         ]
     gpus = []
     for part in text.split(":"):
         fields = part.split(",")
         if len(fields) >= 4:
-            gpus.append(Gpu(fields[0], name, int(fields[1]), int(fields[2]), int(fields[3])))
+            index = int(fields[7]) if len(fields) > 7 and fields[7] else 0
+            gpus.append(Gpu(fields[0], name, int(fields[1]), int(fields[2]), int(fields[3]), index))
     return gpus
 
 

@@ -57,10 +57,11 @@ def main(path: Path, team: str, stack: str, bin_dir: Path, work: Path, report_di
         for line in problems:
             say(line)
         return 2
+    view = team_view(stack_config(stack), load_catalog(), team)
     signal.signal(signal.SIGTERM, _interrupt)
     started = time.monotonic()
     try:
-        seen, end, startup_s = run_try(bin_dir, work, manifests, team, stack, report_dir / "logs")
+        seen, end, startup_s = run_try(bin_dir, work, manifests, view, stack, report_dir / "logs")
     except KeyboardInterrupt:
         say("interrupted; the rig is stopped")
         return 130
@@ -74,7 +75,6 @@ def main(path: Path, team: str, stack: str, bin_dir: Path, work: Path, report_di
         "seconds_startup": round(startup_s, 1),
         "seconds_total": round(time.monotonic() - started, 1),
     }
-    view = team_view(stack_config(stack), load_catalog(), team)
     document = report.document(manifests, seen, end, view, load_catalog(), identity)
     report_dir.mkdir(parents=True, exist_ok=True)
     (report_dir / "try.json").write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")

@@ -31,6 +31,11 @@ QUOTA_USE = re.compile(r"requested: ([^,]+=[^,]+(?:,[^,:]+=[^,]+)*), used: (\S+)
 # HAMi's filter reasons (pkg/device/common/common.go) for a node whose GPUs have no room left for the pod.
 GPU_FULL = ("CardInsufficientMemory", "CardInsufficientCore", "AllocatedCardsInsufficientRequest",
             "NodeInsufficientDevice", "CardTimeSlicingExhausted")  # fmt: skip
+# The events in which the schedulers (kube-scheduler, HAMi's) and Karpenter say why a pod is not placed.
+SCHEDULING_REASONS = ("FailedScheduling", "FilteringFailed")
+# Pending verdicts no wait can change: they follow from what the pod asks and the pools' GPUs and node types, not
+# from what the cluster holds at the moment.
+FINAL = frozenset({"gpu-type", "node-size"})
 
 
 @dataclass(frozen=True)
@@ -79,6 +84,21 @@ def team_view(config: StackConfig, catalog: Catalog, team: str) -> TeamView:
             )
         )
     return TeamView(team, tuple(pools))
+
+
+def messages_about(pod: dict[str, Any], events: list[dict[str, Any]]) -> list[str]:
+    """What the schedulers and Karpenter said about the pod, oldest first, then its PodScheduled condition."""
+    uid = pod["metadata"]["uid"]
+    said = sorted(
+        (e for e in events if e.get("involvedObject", {}).get("uid") == uid and e.get("reason") in SCHEDULING_REASONS),
+        key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or ""),
+    )
+    lines = [str(e.get("message", "")) for e in said]
+    condition = next(
+        (c for c in pod.get("status", {}).get("conditions", []) if c["type"] == "PodScheduled" and c.get("message")),
+        None,
+    )
+    return [*lines, condition["message"]] if condition else lines
 
 
 @dataclass(frozen=True)

@@ -7,16 +7,15 @@ import re
 from collections import Counter
 from typing import Any
 
-from e2e.cluster.invariants import allocations
+from e2e.cluster.invariants import allocations, registered_gpus
 from e2e.cluster.stack import rig_nodepool_name
 from e2e.tryout.manifests import Manifests, Workload, pod_template
-from e2e.tryout.reasons import TeamView, Verdict, asks_of, pending, refused
-from e2e.tryout.run import Seen, expected_pods, gpu_indexes, owner_chain, placed, workload_of
+from e2e.tryout.reasons import TeamView, Verdict, asks_of, messages_about, pending, refused
+from e2e.tryout.run import Seen, expected_pods, owner_chain, placed, workload_of
 from gpushare import names
 from gpushare.catalog import Catalog
 
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
-SCHEDULING_REASONS = ("FailedScheduling", "FilteringFailed")
 POD_NAME = re.compile(r'pods "[^"]*"')
 
 
@@ -26,21 +25,6 @@ def hami_allocation(pod: dict[str, Any], indexes: dict[str, int]) -> list[dict[s
         {"gpu_index": indexes.get(d.uuid), "uuid": d.uuid, "type": d.type, "memory": d.memory, "cores": d.cores}
         for d in allocations(pod)
     ]
-
-
-def _messages_about(pod: dict[str, Any], events: list[dict[str, Any]]) -> list[str]:
-    """What the schedulers and Karpenter said about the pod, oldest first, then its PodScheduled condition."""
-    uid = pod["metadata"]["uid"]
-    said = sorted(
-        (e for e in events if e.get("involvedObject", {}).get("uid") == uid and e.get("reason") in SCHEDULING_REASONS),
-        key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or ""),
-    )
-    lines = [str(e.get("message", "")) for e in said]
-    condition = next(
-        (c for c in pod.get("status", {}).get("conditions", []) if c["type"] == "PodScheduled" and c.get("message")),
-        None,
-    )
-    return [*lines, condition["message"]] if condition else lines
 
 
 def _verdict(verdict: Verdict) -> dict[str, str]:
@@ -65,12 +49,12 @@ def _pod_entry(
             "node_type": labels.get(INSTANCE_TYPE_LABEL, ""),
             "nodeclaim": claims.get(pod["spec"]["nodeName"], ""),
             "node": pod["spec"]["nodeName"],
-            "hami": hami_allocation(pod, gpu_indexes(node)),
+            "hami": hami_allocation(pod, {gpu.uuid: gpu.index for gpu in registered_gpus(node)}),
             "seconds_to_placed": round(seen.placed_at.get(pod["metadata"]["uid"], 0.0), 1),
         }
         return entry
-    verdict = pending(_messages_about(pod, events), asks_of(pod), team)
-    return entry | {"state": "pending", **_verdict(verdict), "said": _messages_about(pod, events)[-1:]}
+    verdict = pending(messages_about(pod, events), asks_of(pod), team)
+    return entry | {"state": "pending", **_verdict(verdict), "said": messages_about(pod, events)[-1:]}
 
 
 def _refusals(

@@ -10,7 +10,6 @@ pools as they would. A CronJob is applied and its job template run once now, as 
 from __future__ import annotations
 
 import copy
-import json
 import re
 import time
 from dataclasses import dataclass, field
@@ -18,12 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from e2e.cluster.api import ApiError
-from e2e.cluster.invariants import HAMI_DEVICES, HAMI_REGISTER
+from e2e.cluster.invariants import HAMI_DEVICES
 from e2e.cluster.kubectl import KubectlError
-from e2e.cluster.stack import plan_of, stack_file
+from e2e.cluster.stack import plan_of, rig_nodepool_name, stack_file
 from e2e.cluster.start import Cluster, say
 from e2e.cluster.workloads import HAMI_BIND_PHASE, Context
 from e2e.tryout.manifests import Manifests, Workload
+from e2e.tryout.reasons import FINAL, TeamView, asks_of, messages_about, pending
+from gpushare import names
 
 # Nothing changed for this long, and no node is still coming up: the run has settled. The rig's kube-schedulers
 # retry an unschedulable pod within 15 s (`--pod-max-in-unschedulable-pods-duration`), Karpenter batches pending
@@ -161,8 +162,34 @@ def expected_pods(workload: Workload) -> int:
     return int(spec.get("replicas", 1))
 
 
-def watch(ctx: Context, manifests: Manifests, namespace: str) -> Seen:
-    """Apply every workload, then watch until every pod is placed or nothing moved for SETTLE_S."""
+def moving_claims(
+    claims: list[dict[str, Any]], pods: list[dict[str, Any]], events: list[dict[str, Any]], team: TeamView
+) -> list[dict[str, Any]]:
+    """The NodeClaims that may yet place one of the team's pods: all but those of a pool whose every pending pod
+    has its answer already (a verdict in FINAL, such as an H100 asked of an A10G pool). Karpenter cannot read
+    HAMi's GPU-type annotation: it launches a node for such a pod, HAMi refuses the pod there, consolidation takes
+    the node back, and again; counted, that loop would keep the run from ever settling."""
+    answered_only: dict[str, bool] = {}
+    for pod in pods:
+        spec, status = pod.get("spec") or {}, pod.get("status") or {}
+        if spec.get("nodeName") or status.get("phase") in ("Succeeded", "Failed"):
+            continue
+        pool = (spec.get("nodeSelector") or {}).get(names.POOL_LABEL)
+        final = pending(messages_about(pod, events), asks_of(pod), team).kind in FINAL
+        if pool is None:
+            if not final:
+                return claims
+            continue
+        nodepool = rig_nodepool_name(pool)
+        answered_only[nodepool] = answered_only.get(nodepool, True) and final
+    quiet = {nodepool for nodepool, only in answered_only.items() if only}
+    return [claim for claim in claims if claim["metadata"].get("labels", {}).get(names.NODEPOOL_LABEL) not in quiet]
+
+
+def watch(ctx: Context, manifests: Manifests, team: TeamView) -> Seen:
+    """Apply every workload, then watch until every pod is placed or nothing that may yet place one moved for
+    SETTLE_S."""
+    namespace = team.name
     seen = Seen()
     started = time.monotonic()
     for workload in manifests.workloads:
@@ -191,10 +218,11 @@ def watch(ctx: Context, manifests: Manifests, namespace: str) -> Seen:
                 "nodepool": labels.get("karpenter.sh/nodepool", ""),
                 "node": claim.get("status", {}).get("nodeName", ""),
             }
-        coming_up = any(_condition(c, "Initialized") != "True" for c in claims)
+        moving = moving_claims(claims, objects["Pod"], objects["Event"], team)
+        coming_up = any(_condition(c, "Initialized") != "True" for c in moving)
         state = (
             tuple(sorted((p["metadata"]["uid"], p.get("status", {}).get("phase"), placed(p)) for p in objects["Pod"])),
-            tuple(sorted(c["metadata"]["name"] for c in claims)),
+            tuple(sorted(c["metadata"]["name"] for c in moving)),
             coming_up,
         )
         if state != last:
@@ -235,7 +263,7 @@ def gather(ctx: Context, namespace: str) -> dict[str, Any]:
 
 
 def run_try(
-    bin_dir: Path, work: Path, manifests: Manifests, team: str, stack: str, logs: Path
+    bin_dir: Path, work: Path, manifests: Manifests, team: TeamView, stack: str, logs: Path
 ) -> tuple[Seen, dict[str, list[dict[str, Any]]], float]:
     """Start the rig on `stack`, place the manifests in the team's namespace, gather; the cluster is stopped
     whatever happens (its logs kept in `logs`). Returns what was seen, the cluster's end state and the cluster's
@@ -247,19 +275,9 @@ def run_try(
         ctx = cluster.start()
         cluster.run_stack(ctx)
         startup_s = time.monotonic() - started
-        say(f"placing {len(manifests.workloads)} workloads in namespace {team} of the {stack} stack")
+        say(f"placing {len(manifests.workloads)} workloads in namespace {team.name} of the {stack} stack")
         seen = watch(ctx, manifests, team)
-        end = gather(ctx, team)
+        end = gather(ctx, team.name)
     finally:
         cluster.stop(logs)
     return seen, end, startup_s
-
-
-def gpu_indexes(node: dict[str, Any]) -> dict[str, int]:
-    """GPU UUID -> its index on the node, from HAMi's register annotation."""
-    text = node["metadata"].get("annotations", {}).get(HAMI_REGISTER, "")
-    try:
-        devices = json.loads(text) if text else []
-    except ValueError:
-        return {}
-    return {d["id"]: int(d.get("index", 0)) for d in devices if isinstance(d, dict) and "id" in d}

@@ -213,10 +213,10 @@ def test_a_pod_bound_to_a_node_that_is_gone_is_a_lag_and_its_allocation_is_not_o
 
 def test_hamis_older_comma_registration_and_its_quota_metrics_are_read() -> None:
     node = {
-        "metadata": {"name": "n1", "annotations": {HAMI_REGISTER: "GPU-a,10,15360,100,NVIDIA-T4,0,true,0,hami-core:"}}
+        "metadata": {"name": "n1", "annotations": {HAMI_REGISTER: "GPU-a,10,15360,100,NVIDIA-T4,0,true,1,hami-core:"}}
     }
     [gpu] = registered_gpus(node)
-    assert (gpu.uuid, gpu.count, gpu.memory, gpu.cores) == ("GPU-a", 10, 15360, 100)
+    assert (gpu.uuid, gpu.count, gpu.memory, gpu.cores, gpu.index) == ("GPU-a", 10, 15360, 100, 1)
     metrics = (
         "# HELP hami_resource_quota_used resourcequota usage\n"
         'hami_resource_quota_used{limit="30720",namespace="team",quota_name="nvidia.com/gpumem"} 8192\n'

@@ -75,7 +75,7 @@ def _end(manifests):
         "metadata": {
             "name": NODE,
             "labels": {names.POOL_LABEL: "g5-shared", "node.kubernetes.io/instance-type": "g5.xlarge"},
-            "annotations": {"hami.io/node-nvidia-register": json.dumps([{"id": "GPU-1", "index": 0}])},
+            "annotations": {"hami.io/node-nvidia-register": json.dumps([{"id": "GPU-1", "index": 2}])},
         }
     }
     claim = {"metadata": {"name": "ptx-abcde"}, "status": {"nodeName": NODE}}
@@ -106,7 +106,7 @@ def test_the_report_traces_pods_words_refusals_and_prices_nodes(dev):
         "name": "llm-server-2-abc-1", "state": "running", "pool": "g5-shared", "node_type": "g5.xlarge",
         "nodeclaim": "ptx-abcde", "node": NODE, "hami": None, "seconds_to_placed": 21.4,
     }  # fmt: skip
-    assert pod["hami"] == [{"gpu_index": 0, "uuid": "GPU-1", "type": "NVIDIA", "memory": 23028, "cores": 0}]
+    assert pod["hami"] == [{"gpu_index": 2, "uuid": "GPU-1", "type": "NVIDIA", "memory": 23028, "cores": 0}]
     assert by_name["llm-server-2"]["name"] == "llm-server"
     assert by_name["llm-server"]["namespace_written"] == "default"
     assert by_name["notebook"]["admission"] == "refused" and by_name["notebook"]["class"] == "no-pool"
