@@ -64,6 +64,17 @@ def _checked(path: Path, mapping: Path | None = None) -> tuple[Workload | Demand
     return simulation, problems
 
 
+def _waited(*children: subprocess.Popen[bytes]) -> tuple[int, ...]:
+    """Each child's exit code, waited for through a Ctrl-C: it reaches the children too (the terminal's process
+    group), and each stops its rig. subprocess.run would kill its child a quarter second after a Ctrl-C, and
+    `unshare --kill-child` then the rig's Python with SIGKILL, before it could stop the rig's processes."""
+    interrupt = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        return tuple(child.wait() for child in children)
+    finally:
+        signal.signal(signal.SIGINT, interrupt)
+
+
 def _scenarios_and_engine(command: list[str], scenario_args: list[str]) -> int:
     """The scenarios and the engine phase at once, each in a network namespace and on a rig of its own: the engine's
     minute and a half hides behind the scenarios' ten. Its output goes to ENGINE_LOG, shown once both are done.
@@ -72,12 +83,7 @@ def _scenarios_and_engine(command: list[str], scenario_args: list[str]) -> int:
     with ENGINE_LOG.open("w") as log:
         engine = subprocess.Popen([*command, "--engine"], stdout=log, stderr=subprocess.STDOUT)
         scenarios = subprocess.Popen([*command, *scenario_args])
-        # Ctrl-C reaches both children (the terminal's process group), which stop their rigs: wait for them.
-        interrupt = signal.signal(signal.SIGINT, signal.SIG_IGN)
-        try:
-            codes = (scenarios.wait(), engine.wait())
-        finally:
-            signal.signal(signal.SIGINT, interrupt)
+        codes = _waited(scenarios, engine)
     print(ENGINE_LOG.read_text(), end="", flush=True)
     unusual = [code for code in codes if code not in (0, 1)]
     return unusual[0] if unusual else max(codes)
@@ -145,7 +151,7 @@ def main(argv: list[str]) -> int:
             for run in range(1, args.runs + 1):
                 child = [*command, "--simulate", str(args.simulate), *replayed, "--variant", variant]
                 child += ["--run", str(run), "--speed", str(speed)]
-                code = subprocess.run(child, check=False).returncode
+                [code] = _waited(subprocess.Popen(child))
                 if code not in (0, 1):
                     return code
                 broken = broken or code == 1

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import signal
+import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -41,3 +45,26 @@ def test_with_engine_goes_only_with_the_scenarios(other: list[str]) -> None:
     assert parse_args(["--with-engine", "--scenario", "quota"]).with_engine
     with pytest.raises(SystemExit):
         parse_args(["--with-engine", *other])
+
+
+def test_a_ctrl_c_waits_for_the_child_to_stop_its_rig(tmp_path: Path) -> None:
+    """The Ctrl-C reaches this process and the child at once; this one waits, the child cleans up and exits 130."""
+    ready, stopped = tmp_path / "ready", tmp_path / "stopped"
+    script = (
+        "import pathlib, sys, time\n"
+        f"try:\n    pathlib.Path({str(ready)!r}).touch()\n    time.sleep(60)\n"
+        f"except KeyboardInterrupt:\n    time.sleep(1)\n    pathlib.Path({str(stopped)!r}).write_text('rig stopped')\n"
+        "    sys.exit(130)\n"
+    )
+    child = subprocess.Popen([sys.executable, "-c", script])
+    while not ready.exists() and child.poll() is None:
+        time.sleep(0.05)
+
+    def ctrl_c() -> None:
+        os.kill(os.getpid(), signal.SIGINT)
+        child.send_signal(signal.SIGINT)
+
+    threading.Timer(0.2, ctrl_c).start()
+    assert e2e_main._waited(child) == (130,)
+    assert stopped.read_text() == "rig stopped", "the child finished its clean-up"
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
