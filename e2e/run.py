@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -164,7 +165,9 @@ def run(args: argparse.Namespace) -> int:
         document, tenants = with_tenants(plans[running_stack].source, tenants_of(selected), team_keys_of(selected))
         plans[RIG_STACK] = plan_of(RIG_STACK, document, work)
         running_stack = RIG_STACK
-    cluster = Cluster(args.bin_dir, work, plans, running_stack, tuple(tenants))
+    # make e2e's scenarios run on what `pulumi up` created; make chaos and make simulate on the rig's applier.
+    by_engine = workload is None and not args.chaos
+    cluster = Cluster(args.bin_dir, work, plans, running_stack, tuple(tenants), by_engine=by_engine)
     results: list[Result] = []
     startup_s = 0.0
     signal.signal(signal.SIGTERM, _interrupt)
@@ -225,10 +228,18 @@ def run(args: argparse.Namespace) -> int:
         print(simulation_table(simulation))
         return 0
     report_dir = CHAOS_DIR if args.chaos else REPORT_DIR
-    report.write(report_dir, results, elapsed, startup_s, (*report.DEVIATIONS, *cluster.chart_deviations()))
+    installed = report.ENGINE_INSTALLED if by_engine else report.APPLIER_INSTALLED
+    deviations = (*report.DEVIATIONS, *installed, *cluster.chart_deviations())
+    report.write(report_dir, results, elapsed, startup_s, deviations)
     print(report.table(results, elapsed, str((report_dir / "report.md").relative_to(PROJECT_ROOT))))
     return 0 if all(result.passed for result in results) else 1
 
 
 if __name__ == "__main__":
-    sys.exit(run(parse_args(sys.argv[1:])))
+    code = run(parse_args(sys.argv[1:]))
+    if code == 130:
+        # Interrupted, the rig stopped: scenario threads still waiting on it must not hold the exit.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)

@@ -27,7 +27,7 @@ import yaml
 
 from e2e.cluster.errors import RigError
 from e2e.cluster.kubectl import Kubectl, KubectlError
-from gpushare import names
+from gpushare import names, pins
 
 # The scheduler Deployment's containers, as the chart names them.
 EXTENDER_CONTAINER = "vgpu-scheduler-extender"
@@ -287,3 +287,13 @@ def installed_charts(kubectl: Kubectl) -> dict[str, tuple[str, str]]:
         metadata = helm_release_record(kubectl, release, namespace)["chart"]["metadata"]
         installed[release] = (str(metadata["name"]), str(metadata["version"]))
     return installed
+
+
+def chart_deviations(kubectl: Kubectl) -> list[str]:
+    """A line per Helm release whose installed chart version (Helm's record) is not the stack's pin."""
+    return [
+        f"{release}: chart {chart} {version} installed from the archives folder, the stack pins "
+        f"{pins.chart_version(chart)} (the program warns)"
+        for release, (chart, version) in sorted(installed_charts(kubectl).items())
+        if version != pins.chart_version(chart)
+    ]

@@ -1,9 +1,11 @@
 """Bring the offline cluster up for the suites or the simulator, and down again.
 
-`Cluster.start` runs the control plane with Karpenter's CRDs and HAMi's scheduler, extender and webhook as Helm
-renders the HAMi chart from the running stack's release values (enough for the objects scenarios); `Cluster.run_stack`
-then applies the running stack and starts KWOK, Karpenter, Prometheus and the node agent. `Cluster.stop` stops every
-process and keeps their logs, whatever happened.
+`Cluster.start` runs the control plane with Karpenter's CRDs and, unless the engine installs the stack, HAMi's
+scheduler, extender and webhook as Helm renders the HAMi chart from the running stack's release values (enough for
+the objects scenarios). `Cluster.run_stack` then installs the running stack and starts KWOK, Karpenter, Prometheus and
+the node agent: with `by_engine` (make e2e's scenarios) `pulumi up` of the stack in the existing-cluster mode, the
+real engine and provider, HAMi then started from the objects Helm created; else the rig's own applier (make chaos,
+make simulate, make try). `Cluster.stop` stops every process and keeps their logs, whatever happened.
 """
 
 from __future__ import annotations
@@ -27,19 +29,25 @@ from e2e.cluster import prometheus
 from e2e.cluster.build import KUBERNETES_VERSION
 from e2e.cluster.changes import Changes
 from e2e.cluster.device_plugins import NvidiaPluginConfig
+from e2e.cluster.engine import Engine, existing_document, karpenter_record, system_node
 from e2e.cluster.errors import RigError
-from e2e.cluster.hami_installed import MOCK_CONFIG_VOLUME, HamiInstalled
+from e2e.cluster.hami_installed import MOCK_CONFIG_VOLUME, HamiInstalled, chart_deviations
 from e2e.cluster.hami_values import HamiValues
-from e2e.cluster.helm import chart_archive, render
+from e2e.cluster.helm import chart_archive, charts_folder, render
 from e2e.cluster.instance_types import kwok_instance_types
 from e2e.cluster.kubectl import Kubectl, KubectlError
 from e2e.cluster.node_agent import RIG_STACK_LABEL, NodeAgent
-from e2e.cluster.rig import Rig, wait_for
-from e2e.cluster.stack import Plan, feature_gates
+from e2e.cluster.rig import KUBELET_STARTED, Rig, wait_for
+from e2e.cluster.stack import KWOK_NODE_CLASS, Plan, feature_gates, for_rig
 from e2e.cluster.tenants import Tenant
 from e2e.cluster.workloads import Context, install_running_stack
 from gpushare import names
 from gpushare.catalog import InstanceType, load_catalog
+
+# The scenarios' stack holds about 470 resources; a file backend rewrites its whole state after every step (a
+# checkpoint), which makes `pulumi up` quadratic in the stack's size. The rig's state lives for one run: save it once,
+# at the end (pulumi/pulumi#10668).
+SKIP_CHECKPOINTS = {"PULUMI_SKIP_CHECKPOINTS": "true"}
 
 
 def say(message: str) -> None:
@@ -55,14 +63,20 @@ class Cluster:
     plans: dict[str, Plan]
     running: str
     tenants: tuple[Tenant, ...] = ()
+    # Install the running stack with `pulumi up` (the real engine) instead of the rig's applier.
+    by_engine: bool = False
     rig: Rig = field(init=False)
     agent: NodeAgent | None = field(default=None, init=False)
     changes: Changes | None = field(default=None, init=False)
     # Per stack, HAMi as Helm renders its chart from the stack's release values, and the chart deviation if any.
     _hami: dict[str, tuple[HamiInstalled, str | None]] = field(default_factory=dict, init=False)
+    # The running stack's device configs as Helm created them, once the engine installed the stack.
+    _installed: DeviceConfigs | None = field(default=None, init=False)
+    _installed_deviations: list[str] = field(default_factory=list, init=False)
 
     def __post_init__(self) -> None:
-        self.rig = Rig(self.bin_dir, self.work)
+        # The charts' privileged pods (the NVIDIA device plugin's MPS daemon) need it, as EKS allows.
+        self.rig = Rig(self.bin_dir, self.work, allow_privileged=self.by_engine)
 
     def start(self) -> Context:
         """The control plane, Karpenter's CRDs, HAMi's scheduler and webhook; the node agent built, not started."""
@@ -76,13 +90,16 @@ class Cluster:
         hami = HamiValues.from_values(plan.helm_values[names.HAMI_RELEASE])
         nvidia_values = plan.helm_values.get(names.NVIDIA_PLUGIN_RELEASE)
         nvidia = NvidiaPluginConfig.from_values(nvidia_values) if nvidia_values is not None else None
-        say("starting HAMi's scheduler extender and webhook, and its kube-scheduler, as Helm renders its chart")
         rendered, _ = self.rendered_hami(self.running)
-        _run_hami(rig, kubectl, rendered, helm_created=False)
+        if not self.by_engine:
+            say("starting HAMi's scheduler extender and webhook, and its kube-scheduler, as Helm renders its chart")
+            _run_hami(rig, kubectl, rendered, helm_created=False)
         catalog = load_catalog()
 
         def start_node(node: str, itype: InstanceType, labels: dict[str, str]) -> None:
-            start_hami_node(rig, self._device_configs(labels.get(RIG_STACK_LABEL, self.running)), node, itype)
+            stack = labels.get(RIG_STACK_LABEL, self.running)
+            configs = self._installed if self._installed and stack == self.running else self._device_configs(stack)
+            start_hami_node(rig, configs, node, itype)
 
         zeroed = (*hami.resource_names, names.GPU_SHARED)
         self.agent = NodeAgent(rig.api, catalog, zeroed, start_node, nvidia)
@@ -105,16 +122,20 @@ class Cluster:
         )
 
     def run_stack(self, ctx: Context, left_out: Callable[[dict[str, Any]], bool] = lambda _obj: False) -> None:
-        """The running stack applied as the rig runs it (but the objects `left_out` names), with KWOK, Karpenter
+        """The running stack installed as the rig runs it (but the objects `left_out` names), with KWOK, Karpenter
         (the stack's feature gates), Prometheus scraping Karpenter and HAMi, and the node agent playing the GPU
         nodes' kubelets."""
-        say("starting KWOK, Karpenter (kwok provider, the stack's feature gates) and Prometheus")
         rig = self.rig
-        install_running_stack(ctx, left_out)
+        gates = feature_gates(ctx.plan)
+        if self.by_engine:
+            rig.start_kwok()
+            self._install_by_engine(ctx, gates, left_out)
+        else:
+            install_running_stack(ctx, left_out)
+            rig.start_kwok()
+        say("starting Karpenter (kwok provider, the stack's feature gates) and Prometheus")
         instance_types = self.work / "instance-types.json"
         instance_types.write_text(json.dumps(kwok_instance_types(ctx.catalog), indent=1))
-        rig.start_kwok()
-        gates = feature_gates(ctx.plan)
         rig.start_karpenter(instance_types, gates)
         ctx.restart_karpenter = lambda changed: _restart_karpenter(rig, instance_types, {**gates, **changed})
         rig.start_prometheus(prometheus.write_config(self.work, ctx.rendered_hami, ctx.plan))
@@ -122,6 +143,25 @@ class Cluster:
         hami_job = ctx.rendered_hami.service_name
         wait_for("Prometheus scraping HAMi's scheduler", lambda: prometheus.scraping(hami_job), 90, interval_s=1)
         ctx.agent.start()
+
+    def _install_by_engine(
+        self, ctx: Context, gates: dict[str, str], left_out: Callable[[dict[str, Any]], bool]
+    ) -> None:
+        """`pulumi up` of the running stack's file in the existing-cluster mode (the rig's Karpenter the existing
+        one, its deviations as the engine program's transforms), the objects `left_out` names deleted again before
+        Karpenter starts, then HAMi's processes from the objects Helm created."""
+        ctx.kubectl.apply([KWOK_NODE_CLASS, karpenter_record(gates), system_node(KUBELET_STARTED)])
+        engine = Engine(self.bin_dir, self.rig.kubeconfig, ctx.started, directory=self.work / "engine")
+        engine.prepare(existing_document(ctx.plan.source, gates, charts_folder()))
+        say(f"pulumi up of the {self.running} stack in the existing-cluster mode ({engine.version()})")
+        outcome = engine.must("up", "--yes", "--skip-preview", extra=SKIP_CHECKPOINTS)
+        say(f"pulumi up created the stack in {outcome.seconds:.0f} s")
+        unwanted = [for_rig(obj, ctx.started) for obj in ctx.plan.objects if left_out(obj)]
+        if unwanted:
+            ctx.kubectl.delete(unwanted)
+        say("starting HAMi's scheduler extender and webhook, and its kube-scheduler, from the objects Helm created")
+        ctx.hami_chart, self._installed = start_installed_hami(self.rig, ctx.kubectl)
+        self._installed_deviations = chart_deviations(ctx.kubectl)
 
     def rendered_hami(self, stack: str) -> tuple[HamiInstalled, str | None]:
         """HAMi as `helm template` renders the stack's HAMi release from its chart archive, and the deviation when the
@@ -143,7 +183,10 @@ class Cluster:
         return self._hami[stack]
 
     def chart_deviations(self) -> list[str]:
-        """A line per HAMi chart rendered from another version than its stack's plan names."""
+        """A line per chart installed (by the engine) or rendered (HAMi's, for the applier) from another version
+        than its stack's pin."""
+        if self.by_engine:
+            return self._installed_deviations
         return sorted({deviation for _, deviation in self._hami.values() if deviation})
 
     def _device_configs(self, stack: str) -> DeviceConfigs:
@@ -165,6 +208,9 @@ class Cluster:
         if self.agent is not None and self.agent.is_alive():
             self.agent.stop()
         self.rig.stop()
+        engine_log = self.work / "engine" / "engine.log"
+        if engine_log.exists() and self.rig.log_dir.exists():
+            shutil.copy(engine_log, self.rig.log_dir / "pulumi-up.log")
         shutil.rmtree(keep_logs, ignore_errors=True)
         if self.rig.log_dir.exists():
             shutil.copytree(self.rig.log_dir, keep_logs)

@@ -48,7 +48,7 @@ from e2e.cluster.engine import (
 )
 from e2e.cluster.engine_program import DEVIATIONS_ENV, OVERLAY_MEMORY_FACTOR_ENV
 from e2e.cluster.errors import RigError
-from e2e.cluster.hami_installed import HamiInstalled, installed_charts
+from e2e.cluster.hami_installed import HamiInstalled, chart_deviations
 from e2e.cluster.helm import charts_folder
 from e2e.cluster.instance_types import kwok_instance_types
 from e2e.cluster.kubectl import Kubectl, KubectlError
@@ -59,7 +59,7 @@ from e2e.cluster.start import apply_crds, has_default_sa, say, start_hami_node, 
 from e2e.cluster.workloads import HAMI_BIND_PHASE, PAUSE_IMAGE
 from e2e.suites import report
 from e2e.suites.base import Result
-from gpushare import names, pins
+from gpushare import names
 from gpushare.catalog import InstanceType, load_catalog
 from gpushare.paths import PROJECT_ROOT
 
@@ -128,16 +128,6 @@ class Phase:
     def stop(self) -> None:
         if self.agent is not None and self.agent.is_alive():
             self.agent.stop()
-
-
-def chart_deviations(kubectl: Kubectl) -> list[str]:
-    """A line per Helm release whose installed chart version (Helm's record) is not the stack's pin."""
-    return [
-        f"{release}: chart {chart} {version} installed from the archives folder, the stack pins "
-        f"{pins.chart_version(chart)} (the program warns)"
-        for release, (chart, version) in sorted(installed_charts(kubectl).items())
-        if version != pins.chart_version(chart)
-    ]
 
 
 def _failed(name: str, started: float, summary: str, notes: list[str] | None = None) -> Result:

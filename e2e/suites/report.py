@@ -26,17 +26,8 @@ DEVIATIONS = (
     "plugin registers gpumem, gpucores and gpumem-percentage through the same kubelet stand-in.",
     "The NVIDIA device plugin (exclusive and time-sliced pools) is a stand-in that derives what the node registers "
     "from its release's values (the Go module proxy refuses its module).",
-    "HAMi's scheduler and its kube-scheduler run as processes started from what Helm renders (helm template) from "
-    "the HAMi chart archive in GPUSHARE_CHART_ARCHIVES with the stack's release values: the scheduler Deployment's "
-    "containers' command lines and literal env, the ConfigMaps they mount, its Service's ports and the "
-    "MutatingWebhookConfiguration. They get the rig's kubeconfig, the kube-scheduler its own port, and the "
-    "webhook reaches the extender by URL on loopback where the chart names its Service (certificate made by the "
-    "rig, not the chart's cert-gen job).",
     "Instance types come from the catalog (vCPU, memory, GPUs, on-demand prices, GPU labels) in kwok's format, in "
     "three rig zones; kwok does not apply overlays to the launched node as the AWS provider does.",
-    "Helm releases (Karpenter, HAMi, NVIDIA device plugin, monitoring) are not installed in the scenarios (the "
-    "engine phase installs them): the rig runs Karpenter and HAMi itself, HAMi from its rendered chart, and objects "
-    "of the monitoring.coreos.com group are skipped (their CRDs come from a chart).",
     "consolidateAfter is shortened to 15s so consolidation is observable within a run, and every scheduled "
     "disruption budget is moved to a daily window starting 12 h after the rig starts (at most 11 h long), so no "
     "scenario depends on the hour or weekday; disruption-budget sets windows over and away from now on purpose.",
@@ -53,6 +44,31 @@ DEVIATIONS = (
     "(EC2 node names are about 45).",
     "Both kube-schedulers retry refused pods sooner: podInitialBackoffSeconds 1 and podMaxBackoffSeconds 2 "
     "(production 1 and 10) and --pod-max-in-unschedulable-pods-duration=15s (production 5m).",
+)
+# How the stack is installed: by `pulumi up` (make e2e's scenarios) or by the rig's applier (make chaos).
+ENGINE_INSTALLED = (
+    "The scenarios' stack (the dev stack with a tenant per scenario) is installed by `pulumi up` with the real "
+    "Pulumi CLI, Python language host and pulumi-kubernetes provider, in the existing-cluster mode (the rig's "
+    "Karpenter the existing one, recorded as Deployment kube-system/karpenter of no replicas; the charts' pods on a "
+    "KWOK system node), the rig's NodePool and NodeOverlay deviations made by the engine program's transforms; "
+    "objects a scenario wants absent are deleted again before Karpenter starts; the state is saved once at the end "
+    "(PULUMI_SKIP_CHECKPOINTS), not after every step. The rig runs Karpenter itself.",
+    "HAMi's scheduler and its kube-scheduler run as processes started from the objects the provider's Helm created: "
+    "the scheduler Deployment's containers' command lines and literal env, the ConfigMaps they mount, its Service's "
+    "ports and the MutatingWebhookConfiguration. They get the rig's kubeconfig, the kube-scheduler its own port, and "
+    "the webhook reaches the extender by URL on loopback where the chart names its Service (certificate made by the "
+    "rig; the chart's cert-gen Job, which KWOK completes without running, makes it in a cluster).",
+)
+APPLIER_INSTALLED = (
+    "The stack's objects are server-side applied by the rig (not `pulumi up`, which make e2e's scenarios use); Helm "
+    "releases (Karpenter, HAMi, NVIDIA device plugin, monitoring) are not installed: the rig runs Karpenter and HAMi "
+    "itself, and objects of the monitoring.coreos.com group are skipped (their CRDs come from a chart).",
+    "HAMi's scheduler and its kube-scheduler run as processes started from what Helm renders (helm template) from "
+    "the HAMi chart archive in GPUSHARE_CHART_ARCHIVES with the stack's release values: the scheduler Deployment's "
+    "containers' command lines and literal env, the ConfigMaps they mount, its Service's ports and the "
+    "MutatingWebhookConfiguration. They get the rig's kubeconfig, the kube-scheduler its own port, and the "
+    "webhook reaches the extender by URL on loopback where the chart names its Service (certificate made by the "
+    "rig, not the chart's cert-gen job).",
 )
 
 

@@ -90,10 +90,15 @@ def run_scenarios(ctx: Context, selected: list[str], order: list[str]) -> list[R
         (n for n in selected if not SCENARIOS[n].alone), key=lambda n: order.index(n) if n in order else len(order)
     )
     results: dict[str, Result] = {}
-    with ThreadPoolExecutor(max_workers=CONCURRENCY, thread_name_prefix="scenario") as pool:
+    pool = ThreadPoolExecutor(max_workers=CONCURRENCY, thread_name_prefix="scenario")
+    try:
         futures = {name: pool.submit(run_one, name, ctx, tenants.get(tenant_name(name))) for name in shared}
         for name, future in futures.items():
             results[name] = future.result()
+    finally:
+        # After a Ctrl-C no queued scenario starts, and the rig is stopped without waiting for the running ones
+        # (they end on the stopped rig).
+        pool.shutdown(wait=False, cancel_futures=True)
     for name in selected:
         if SCENARIOS[name].alone:
             results[name] = run_one(name, ctx, tenants.get(tenant_name(name)))
