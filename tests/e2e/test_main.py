@@ -24,6 +24,14 @@ CHILD = [
 ]
 
 
+@pytest.fixture(autouse=True)
+def ctrl_c_raises():
+    """Ctrl-C as in a terminal, whatever this process inherited (a background job starts with SIGINT ignored)."""
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, inherited)
+
+
 @pytest.mark.parametrize(
     ("scenarios", "engine", "expected"),
     [("0", "0", 0), ("1", "0", 1), ("0", "1", 1), ("1", "2", 2), ("130", "0", 130)],
@@ -51,7 +59,8 @@ def test_a_ctrl_c_waits_for_the_child_to_stop_its_rig(tmp_path: Path) -> None:
     """The Ctrl-C reaches this process and the child at once; this one waits, the child cleans up and exits 130."""
     ready, stopped = tmp_path / "ready", tmp_path / "stopped"
     script = (
-        "import pathlib, sys, time\n"
+        "import pathlib, signal, sys, time\n"
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
         f"try:\n    pathlib.Path({str(ready)!r}).touch()\n    time.sleep(60)\n"
         f"except KeyboardInterrupt:\n    time.sleep(1)\n    pathlib.Path({str(stopped)!r}).write_text('rig stopped')\n"
         "    sys.exit(130)\n"
