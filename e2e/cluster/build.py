@@ -27,10 +27,8 @@ import subprocess
 import sys
 import tarfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
 
 from e2e.cluster.errors import RigError
 
@@ -38,10 +36,6 @@ TOOLS = Path(__file__).resolve().parent / "tools"
 CACHE_ROOT = Path(os.environ.get("GPUSHARE_E2E_CACHE", Path.home() / ".cache" / "gpushare-e2e"))
 KUBERNETES_VERSION = "v1.36.3"
 SOURCES_ENV = "GPUSHARE_UPSTREAM_SOURCES"
-# Modules built at once (the machines this runs on have two cores), the longest first as a cold build measured them
-# (docs/results.md), so the last to finish is a short one.
-BUILD_WORKERS = 2
-LONGEST_MODULES = ("pulumi-kubernetes", "kube", "prometheus", "pulumi", "karpenter")
 
 
 @dataclass(frozen=True)
@@ -402,53 +396,38 @@ def _build(missing: list[Binary], log: Path) -> None:
             for module in {binary.module for binary in missing}
             if sources_of(module) or generated_of(module)
         }
-        by_module: dict[str, list[Binary]] = {}
         for binary in missing:
-            by_module.setdefault(binary.module, []).append(binary)
-        modules = sorted(by_module, key=lambda m: LONGEST_MODULES.index(m) if m in LONGEST_MODULES else len(BINARIES))
-        # Two modules at a time: one module's link step or downloads leave a core idle that the other's compiles
-        # use. A module's binaries build one after the other (they share most packages, built once in Go's cache).
-        pool = ThreadPoolExecutor(max_workers=BUILD_WORKERS, thread_name_prefix="build")
-        try:
-            for future in [pool.submit(_build_module, by_module[m], staged.get(m), go, env, out) for m in modules]:
-                future.result()
-        finally:
-            pool.shutdown(cancel_futures=True)  # after a failure, no further module starts
-
-
-def _build_module(binaries: list[Binary], staged: Staged | None, go: str, env: dict[str, str], out: TextIO) -> None:
-    for binary in binaries:
-        target = module_cache(binary.module) / "bin"
-        target.mkdir(parents=True, exist_ok=True)
-        partial = target / f".{binary.name}.partial"
-        if binary.script:
-            _take_script(binary, staged, partial)
+            target = module_cache(binary.module) / "bin"
+            target.mkdir(parents=True, exist_ok=True)
+            partial = target / f".{binary.name}.partial"
+            if binary.script:
+                _take_script(binary, staged[binary.module], partial)
+                partial.rename(target / binary.name)
+                continue
+            started = time.monotonic()
+            print(f"  building {binary.name} ({binary.package}) ...", file=sys.stderr, flush=True)
+            command = [go, "build", "-trimpath", "-ldflags", f"-s -w {binary.ldflags}".strip(), "-o", str(partial)]
+            flags = env["GOFLAGS"]
+            if binary.module in staged:
+                flags = staged[binary.module].mode
+                command.append(f"-modfile={staged[binary.module].modfile}")
+            result = subprocess.run(
+                [*command, binary.package],
+                cwd=TOOLS / binary.module,
+                env={**env, "CGO_ENABLED": "1" if binary.cgo else "0", "GOFLAGS": flags},
+                stdout=out,
+                stderr=out,
+            )
+            if result.returncode != 0:
+                raise RigError(f"go build {binary.package} failed (exit {result.returncode}); see {log}")
             partial.rename(target / binary.name)
-            continue
-        started = time.monotonic()
-        print(f"  building {binary.name} ({binary.package}) ...", file=sys.stderr, flush=True)
-        command = [go, "build", "-trimpath", "-ldflags", f"-s -w {binary.ldflags}".strip(), "-o", str(partial)]
-        flags = env["GOFLAGS"]
-        if staged is not None:
-            flags = staged.mode
-            command.append(f"-modfile={staged.modfile}")
-        result = subprocess.run(
-            [*command, binary.package],
-            cwd=TOOLS / binary.module,
-            env={**env, "CGO_ENABLED": "1" if binary.cgo else "0", "GOFLAGS": flags},
-            stdout=out,
-            stderr=out,
-        )
-        if result.returncode != 0:
-            raise RigError(f"go build {binary.package} failed (exit {result.returncode}); see {out.name}")
-        partial.rename(target / binary.name)
-        print(f"  built {binary.name} in {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
+            print(f"  built {binary.name} in {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
 
 
-def _take_script(binary: Binary, staged: Staged | None, partial: Path) -> None:
+def _take_script(binary: Binary, staged: Staged, partial: Path) -> None:
     """Copy a script out of its UpstreamSource's unpacked archive (a module zip from the proxy would not hold it: the
     language host's exec shim lies beside its module's folder)."""
-    folder = staged.folders.get(binary.package) if staged is not None else None
+    folder = staged.folders.get(binary.package)
     if folder is None:
         raise RigError(f"{binary.name} comes only from its source archive: set {SOURCES_ENV} (see docs/engine.md)")
     shutil.copyfile((folder / binary.script).resolve(), partial)

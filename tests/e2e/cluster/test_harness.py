@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from croniter import croniter
 
-from e2e.cluster.build import BINARIES, LONGEST_MODULES, TOOLS, pin_hash
+from e2e.cluster.build import BINARIES, TOOLS, pin_hash
 from e2e.cluster.device_plugins import NvidiaPluginConfig
 from e2e.cluster.errors import RigError
 from e2e.cluster.hami_values import HamiValues
@@ -218,11 +218,6 @@ def test_every_binary_is_built_from_a_pinned_module() -> None:
         assert (TOOLS / binary.module / "go.sum").exists()
     assert set(versions()) == set(UPSTREAM_MODULES)
     assert len(pin_hash()) == 16
-
-
-def test_the_longest_modules_the_build_starts_first_are_modules_it_builds() -> None:
-    assert set(LONGEST_MODULES) <= {binary.module for binary in BINARIES}
-    assert len(set(LONGEST_MODULES)) == len(LONGEST_MODULES)
 
 
 def test_rig_applies_the_crds_of_the_provider_release_the_stack_pins() -> None:
