@@ -27,7 +27,8 @@ import yaml
 from e2e.cluster.engine_program import STARTED_ENV
 from e2e.cluster.errors import RigError
 from e2e.cluster.kubectl import Kubectl, KubectlError
-from e2e.cluster.stack import Plan, for_rig, plan_of
+from e2e.cluster.rig import KUBELET_STARTED
+from e2e.cluster.stack import KWOK_NODE_CLASS, Plan, for_rig, plan_of
 from gpushare import names
 from gpushare.paths import PROJECT_ROOT
 
@@ -110,6 +111,12 @@ def system_node(kubelet_started: tuple[str, str]) -> dict[str, Any]:
         },
         "status": {"allocatable": {"cpu": "32", "memory": "128Gi", "pods": "110"}},
     }
+
+
+def existing_cluster_records(gates: Mapping[str, str]) -> list[dict[str, Any]]:
+    """What the rig's cluster holds before `pulumi up` in the existing-cluster mode, as an existing cluster would: the
+    rig's KWOKNodeClass, its Karpenter recorded as a Deployment, and a system node for the charts' pods."""
+    return [KWOK_NODE_CLASS, karpenter_record(gates), system_node(KUBELET_STARTED)]
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from e2e.cluster import prometheus
 from e2e.cluster.build import KUBERNETES_VERSION
 from e2e.cluster.changes import Changes
 from e2e.cluster.device_plugins import NvidiaPluginConfig
-from e2e.cluster.engine import Engine, existing_document, karpenter_record, system_node
+from e2e.cluster.engine import Engine, existing_cluster_records, existing_document
 from e2e.cluster.errors import RigError
 from e2e.cluster.hami_installed import MOCK_CONFIG_VOLUME, HamiInstalled, chart_deviations
 from e2e.cluster.hami_values import HamiValues
@@ -37,8 +37,8 @@ from e2e.cluster.helm import chart_archive, charts_folder, render
 from e2e.cluster.instance_types import kwok_instance_types
 from e2e.cluster.kubectl import Kubectl, KubectlError
 from e2e.cluster.node_agent import RIG_STACK_LABEL, NodeAgent
-from e2e.cluster.rig import KUBELET_STARTED, Rig, wait_for
-from e2e.cluster.stack import KWOK_NODE_CLASS, Plan, feature_gates, for_rig
+from e2e.cluster.rig import Rig, wait_for
+from e2e.cluster.stack import Plan, feature_gates, for_rig
 from e2e.cluster.tenants import Tenant
 from e2e.cluster.workloads import Context, install_running_stack
 from gpushare import names
@@ -90,8 +90,9 @@ class Cluster:
         hami = HamiValues.from_values(plan.helm_values[names.HAMI_RELEASE])
         nvidia_values = plan.helm_values.get(names.NVIDIA_PLUGIN_RELEASE)
         nvidia = NvidiaPluginConfig.from_values(nvidia_values) if nvidia_values is not None else None
-        rendered, _ = self.rendered_hami(self.running)
-        if not self.by_engine:
+        # With the engine, HAMi starts from what its Helm release created (run_stack); nothing needs it before.
+        rendered = None if self.by_engine else self.rendered_hami(self.running)[0]
+        if rendered is not None:
             say("starting HAMi's scheduler extender and webhook, and its kube-scheduler, as Helm renders its chart")
             _run_hami(rig, kubectl, rendered, helm_created=False)
         catalog = load_catalog()
@@ -150,7 +151,7 @@ class Cluster:
         """`pulumi up` of the running stack's file in the existing-cluster mode (the rig's Karpenter the existing
         one, its deviations as the engine program's transforms), the objects `left_out` names deleted again before
         Karpenter starts, then HAMi's processes from the objects Helm created."""
-        ctx.kubectl.apply([KWOK_NODE_CLASS, karpenter_record(gates), system_node(KUBELET_STARTED)])
+        ctx.kubectl.apply(existing_cluster_records(gates))
         engine = Engine(self.bin_dir, self.rig.kubeconfig, ctx.started, directory=self.work / "engine")
         engine.prepare(existing_document(ctx.plan.source, gates, charts_folder()))
         say(f"pulumi up of the {self.running} stack in the existing-cluster mode ({engine.version()})")

@@ -67,7 +67,10 @@ class Context:
     @property
     def rendered_hami(self) -> HamiInstalled:
         if self.hami_chart is None:
-            raise RigError("HAMi's scheduler runs from its rendered chart once the cluster has started")
+            raise RigError(
+                "HAMi's scheduler is not running yet: it starts with the cluster, or once the engine installed the "
+                "stack"
+            )
         return self.hami_chart
 
     def team(self, name: str) -> str:

@@ -39,12 +39,11 @@ from e2e.cluster.engine import (
     changed_objects,
     differences,
     engine_plan,
+    existing_cluster_records,
     existing_document,
     hami_webhooks,
-    karpenter_record,
     object_key,
     rig_objects,
-    system_node,
 )
 from e2e.cluster.engine_program import DEVIATIONS_ENV, OVERLAY_MEMORY_FACTOR_ENV
 from e2e.cluster.errors import RigError
@@ -53,8 +52,8 @@ from e2e.cluster.helm import charts_folder
 from e2e.cluster.instance_types import kwok_instance_types
 from e2e.cluster.kubectl import Kubectl, KubectlError
 from e2e.cluster.node_agent import NodeAgent
-from e2e.cluster.rig import KUBELET_STARTED, Rig, wait_for
-from e2e.cluster.stack import KWOK_NODE_CLASS, Plan, feature_gates, for_rig, plan_of, stack_file
+from e2e.cluster.rig import Rig, wait_for
+from e2e.cluster.stack import Plan, feature_gates, for_rig, plan_of, stack_file
 from e2e.cluster.start import apply_crds, has_default_sa, say, start_hami_node, start_installed_hami
 from e2e.cluster.workloads import HAMI_BIND_PHASE, PAUSE_IMAGE
 from e2e.suites import report
@@ -504,7 +503,7 @@ def run_engine(bin_dir: Path, work: Path) -> int:
         instance_types.write_text(json.dumps(kwok_instance_types(load_catalog()), indent=1))
         rig.start_kwok()
         rig.start_karpenter(instance_types, gates)
-        kubectl.apply([KWOK_NODE_CLASS, karpenter_record(gates), system_node(KUBELET_STARTED)])
+        kubectl.apply(existing_cluster_records(gates))
         engine = Engine(bin_dir, rig.kubeconfig, datetime.now(UTC))
         engine.prepare(document)
         say(f"engine phase: {engine.version()}, pulumi up of the rig's stack in the existing-cluster mode")

@@ -45,6 +45,19 @@ DEVIATIONS = (
     "Both kube-schedulers retry refused pods sooner: podInitialBackoffSeconds 1 and podMaxBackoffSeconds 2 "
     "(production 1 and 10) and --pod-max-in-unschedulable-pods-duration=15s (production 5m).",
 )
+
+
+def _hami_processes(source: str, certificate: str) -> str:
+    """The deviation line saying how HAMi's processes start: from `source`, the rig's certificate `certificate`."""
+    return (
+        f"HAMi's scheduler and its kube-scheduler run as processes started from {source}: the scheduler Deployment's "
+        "containers' command lines and literal env, the ConfigMaps they mount, its Service's ports and the "
+        "MutatingWebhookConfiguration. They get the rig's kubeconfig, the kube-scheduler its own port, and the "
+        "webhook reaches the extender by URL on loopback where the chart names its Service (certificate made by the "
+        f"rig; {certificate})."
+    )
+
+
 # How the stack is installed: by `pulumi up` (make e2e's scenarios) or by the rig's applier (make chaos).
 ENGINE_INSTALLED = (
     "The scenarios' stack (the dev stack with a tenant per scenario) is installed by `pulumi up` with the real "
@@ -53,22 +66,20 @@ ENGINE_INSTALLED = (
     "KWOK system node), the rig's NodePool and NodeOverlay deviations made by the engine program's transforms; "
     "objects a scenario wants absent are deleted again before Karpenter starts; the state is saved once at the end "
     "(PULUMI_SKIP_CHECKPOINTS), not after every step. The rig runs Karpenter itself.",
-    "HAMi's scheduler and its kube-scheduler run as processes started from the objects the provider's Helm created: "
-    "the scheduler Deployment's containers' command lines and literal env, the ConfigMaps they mount, its Service's "
-    "ports and the MutatingWebhookConfiguration. They get the rig's kubeconfig, the kube-scheduler its own port, and "
-    "the webhook reaches the extender by URL on loopback where the chart names its Service (certificate made by the "
-    "rig; the chart's cert-gen Job, which KWOK completes without running, makes it in a cluster).",
+    _hami_processes(
+        "the objects the provider's Helm created",
+        "the chart's cert-gen Job, which KWOK completes without running, makes it in a cluster",
+    ),
 )
 APPLIER_INSTALLED = (
     "The stack's objects are server-side applied by the rig (not `pulumi up`, which make e2e's scenarios use); Helm "
     "releases (Karpenter, HAMi, NVIDIA device plugin, monitoring) are not installed: the rig runs Karpenter and HAMi "
     "itself, and objects of the monitoring.coreos.com group are skipped (their CRDs come from a chart).",
-    "HAMi's scheduler and its kube-scheduler run as processes started from what Helm renders (helm template) from "
-    "the HAMi chart archive in GPUSHARE_CHART_ARCHIVES with the stack's release values: the scheduler Deployment's "
-    "containers' command lines and literal env, the ConfigMaps they mount, its Service's ports and the "
-    "MutatingWebhookConfiguration. They get the rig's kubeconfig, the kube-scheduler its own port, and the "
-    "webhook reaches the extender by URL on loopback where the chart names its Service (certificate made by the "
-    "rig, not the chart's cert-gen job).",
+    _hami_processes(
+        "what Helm renders (helm template) from the HAMi chart archive in GPUSHARE_CHART_ARCHIVES with the stack's "
+        "release values",
+        "the chart's cert-gen Job does not run",
+    ),
 )
 
 

@@ -53,8 +53,8 @@ def _pod_entry(
             "seconds_to_placed": round(seen.placed_at.get(pod["metadata"]["uid"], 0.0), 1),
         }
         return entry
-    verdict = pending(messages_about(pod, events), asks_of(pod), team)
-    return entry | {"state": "pending", **_verdict(verdict), "said": messages_about(pod, events)[-1:]}
+    said = messages_about(pod, events)
+    return entry | {"state": "pending", **_verdict(pending(said, asks_of(pod), team)), "said": said[-1:]}
 
 
 def _refusals(

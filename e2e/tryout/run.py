@@ -215,7 +215,7 @@ def watch(ctx: Context, manifests: Manifests, team: TeamView) -> Seen:
             seen.claims.setdefault(claim["metadata"]["name"], {})
             seen.claims[claim["metadata"]["name"]] |= {
                 "type": labels.get("node.kubernetes.io/instance-type", ""),
-                "nodepool": labels.get("karpenter.sh/nodepool", ""),
+                "nodepool": labels.get(names.NODEPOOL_LABEL, ""),
                 "node": claim.get("status", {}).get("nodeName", ""),
             }
         moving = moving_claims(claims, objects["Pod"], objects["Event"], team)
