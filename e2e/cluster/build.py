@@ -128,6 +128,9 @@ class Binary:
     module: str
     package: str
     ldflags: str = ""
+    # Go build tags: Prometheus's `remove_all_sd` leaves out every service discovery but static, file and HTTP (the
+    # rig scrapes static targets), and with them Kubernetes' client and the clouds' SDKs: a third of its packages.
+    tags: str = ""
     # HAMi loads NVML through cgo (dlopen at run time; no GPU is needed to start).
     cgo: bool = False
     # A script taken from the unpacked UpstreamSource of `package` (a module path) instead of built: its path there.
@@ -161,7 +164,7 @@ BINARIES: tuple[Binary, ...] = (
     Binary("karpenter-kwok", "karpenter", "sigs.k8s.io/karpenter/kwok"),
     Binary("kwok-crds", "karpenter", "./crds"),
     Binary("aws-crds", "awscrds", "."),
-    Binary("prometheus", "prometheus", "github.com/prometheus/prometheus/cmd/prometheus"),
+    Binary("prometheus", "prometheus", "github.com/prometheus/prometheus/cmd/prometheus", tags="remove_all_sd"),
     # Without the stamp Helm reports (and renders .Capabilities.HelmVersion as) its main branch's version.
     Binary("helm", "helm", "helm.sh/helm/v3/cmd/helm", f"-X helm.sh/helm/v3/internal/version.version={HELM_VERSION}"),
     Binary("hami-scheduler", "hami", "github.com/Project-HAMi/HAMi/cmd/scheduler", cgo=True),
@@ -189,24 +192,28 @@ BINARIES: tuple[Binary, ...] = (
 )
 
 
-def _tree_hash(root: Path) -> str:
+def _tree_hash(root: Path, binaries: tuple[Binary, ...]) -> str:
+    """Hash of every file under `root` and of how `binaries` are built (a new tag or stamp rebuilds them)."""
     digest = hashlib.sha256()
     for path in sorted(root.rglob("*")):
         if path.is_file():
             digest.update(str(path.relative_to(root)).encode())
             digest.update(path.read_bytes())
+    digest.update(repr(binaries).encode())
     return digest.hexdigest()[:16]
 
 
 def pin_hash() -> str:
-    """Hash of every file under e2e/cluster/tools: names the directory the rig takes its binaries from."""
-    return _tree_hash(TOOLS)
+    """Hash of every file under e2e/cluster/tools and every binary's build: names the directory the rig takes its
+    binaries from."""
+    return _tree_hash(TOOLS, BINARIES)
 
 
 def module_cache(module: str) -> Path:
-    """Where one module's binaries and staged files live: a change of its pins or of our Go programs in it
-    rebuilds that module's binaries only."""
-    return CACHE_ROOT / "modules" / f"{module}-{_tree_hash(TOOLS / module)}"
+    """Where one module's binaries and staged files live: a change of its pins, of our Go programs in it or of how
+    its binaries are built rebuilds that module's binaries only."""
+    built_here = tuple(binary for binary in BINARIES if binary.module == module)
+    return CACHE_ROOT / "modules" / f"{module}-{_tree_hash(TOOLS / module, built_here)}"
 
 
 def bin_dir() -> Path:
@@ -407,6 +414,8 @@ def _build(missing: list[Binary], log: Path) -> None:
             started = time.monotonic()
             print(f"  building {binary.name} ({binary.package}) ...", file=sys.stderr, flush=True)
             command = [go, "build", "-trimpath", "-ldflags", f"-s -w {binary.ldflags}".strip(), "-o", str(partial)]
+            if binary.tags:
+                command.append(f"-tags={binary.tags}")
             flags = env["GOFLAGS"]
             if binary.module in staged:
                 flags = staged[binary.module].mode

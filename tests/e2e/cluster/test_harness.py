@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -9,7 +10,8 @@ from typing import Any
 import pytest
 from croniter import croniter
 
-from e2e.cluster.build import BINARIES, TOOLS, pin_hash
+from e2e.cluster import build
+from e2e.cluster.build import BINARIES, TOOLS, module_cache, pin_hash
 from e2e.cluster.device_plugins import NvidiaPluginConfig
 from e2e.cluster.errors import RigError
 from e2e.cluster.hami_values import HamiValues
@@ -218,6 +220,15 @@ def test_every_binary_is_built_from_a_pinned_module() -> None:
         assert (TOOLS / binary.module / "go.sum").exists()
     assert set(versions()) == set(UPSTREAM_MODULES)
     assert len(pin_hash()) == 16
+
+
+def test_a_new_build_flag_rebuilds_only_its_module(monkeypatch: pytest.MonkeyPatch) -> None:
+    before = {module: module_cache(module) for module in ("prometheus", "kube")}
+    untagged = tuple(replace(b, tags="") if b.name == "prometheus" else b for b in BINARIES)
+    assert untagged != BINARIES
+    monkeypatch.setattr(build, "BINARIES", untagged)
+    assert module_cache("prometheus") != before["prometheus"]
+    assert module_cache("kube") == before["kube"]
 
 
 def test_rig_applies_the_crds_of_the_provider_release_the_stack_pins() -> None:
