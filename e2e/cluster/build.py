@@ -381,9 +381,12 @@ def build(log: Path) -> Path:
         )
     target.mkdir(parents=True, exist_ok=True)
     for binary in BINARIES:
-        link = target / binary.name
+        # Made aside and renamed over the old link: two runs starting at once (.ci/run's chaos beside the
+        # simulations) never see a link missing or fail to make one.
+        link = target / f".{binary.name}.{os.getpid()}"
         link.unlink(missing_ok=True)
         link.symlink_to(module_cache(binary.module) / "bin" / binary.name)
+        link.replace(target / binary.name)
     return target
 
 

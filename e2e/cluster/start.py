@@ -221,7 +221,22 @@ class Cluster:
 def apply_crds(rig: Rig, kubectl: Kubectl) -> None:
     for writer in ("aws-crds", "kwok-crds"):
         kubectl.apply_stream(subprocess.run([rig.binary(writer)], check=True, capture_output=True, text=True).stdout)
-    kubectl.run("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
+    # Not `kubectl wait --for=condition=Established crd --all`: it fails at once, instead of waiting, on a CRD whose
+    # status the API server has not written yet (".status.conditions accessor error: <nil>"), as a fast machine's
+    # first run of CI did.
+    wait_for("every CRD Established", lambda: established(json.loads(kubectl.run("get", "crd", "-o", "json"))), 60)
+
+
+def established(crds: dict[str, Any]) -> bool:
+    """Whether every CRD of a `kubectl get crd -o json` list has the condition Established=True (one the API server
+    has not looked at yet has no status)."""
+    return all(
+        any(
+            c.get("type") == "Established" and c.get("status") == "True"
+            for c in (crd.get("status") or {}).get("conditions") or []
+        )
+        for crd in crds["items"]
+    )
 
 
 def _restart_karpenter(rig: Rig, instance_types: Path, gates: dict[str, str]) -> None:
