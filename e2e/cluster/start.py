@@ -40,7 +40,7 @@ from e2e.cluster.node_agent import RIG_STACK_LABEL, NodeAgent
 from e2e.cluster.rig import Rig, wait_for
 from e2e.cluster.stack import Plan, feature_gates, for_rig
 from e2e.cluster.tenants import Tenant
-from e2e.cluster.workloads import Context, install_running_stack
+from e2e.cluster.workloads import Context, condition, install_running_stack
 from gpushare import names
 from gpushare.catalog import InstanceType, load_catalog
 
@@ -230,13 +230,7 @@ def apply_crds(rig: Rig, kubectl: Kubectl) -> None:
 def established(crds: dict[str, Any]) -> bool:
     """Whether every CRD of a `kubectl get crd -o json` list has the condition Established=True (one the API server
     has not looked at yet has no status)."""
-    return all(
-        any(
-            c.get("type") == "Established" and c.get("status") == "True"
-            for c in (crd.get("status") or {}).get("conditions") or []
-        )
-        for crd in crds["items"]
-    )
+    return all(condition(crd, "Established").get("status") == "True" for crd in crds["items"])
 
 
 def _restart_karpenter(rig: Rig, instance_types: Path, gates: dict[str, str]) -> None:

@@ -219,7 +219,9 @@ def nodeclaims(ctx: Context) -> list[dict[str, Any]]:
 
 
 def condition(obj: dict[str, Any], kind: str) -> dict[str, Any]:
-    return next((c for c in obj.get("status", {}).get("conditions", []) if c["type"] == kind), {})
+    """The object's condition of that type, {} when it has none (an object just created may have no status yet, or
+    `conditions: null`)."""
+    return next((c for c in (obj.get("status") or {}).get("conditions") or [] if c["type"] == kind), {})
 
 
 def initialized(claim: dict[str, Any]) -> bool:

@@ -21,7 +21,7 @@ from e2e.cluster.invariants import HAMI_DEVICES
 from e2e.cluster.kubectl import KubectlError
 from e2e.cluster.stack import plan_of, rig_nodepool_name, stack_file
 from e2e.cluster.start import Cluster, say
-from e2e.cluster.workloads import HAMI_BIND_PHASE, Context
+from e2e.cluster.workloads import HAMI_BIND_PHASE, Context, initialized
 from e2e.tryout.manifests import Manifests, Workload
 from e2e.tryout.reasons import FINAL, TeamView, asks_of, messages_about, pending
 from gpushare import names
@@ -219,7 +219,7 @@ def watch(ctx: Context, manifests: Manifests, team: TeamView) -> Seen:
                 "node": claim.get("status", {}).get("nodeName", ""),
             }
         moving = moving_claims(claims, objects["Pod"], objects["Event"], team)
-        coming_up = any(_condition(c, "Initialized") != "True" for c in moving)
+        coming_up = not all(initialized(claim) for claim in moving)
         state = (
             tuple(sorted((p["metadata"]["uid"], p.get("status", {}).get("phase"), placed(p)) for p in objects["Pod"])),
             tuple(sorted(c["metadata"]["name"] for c in moving)),
@@ -246,10 +246,6 @@ def _node(ctx: Context, name: str) -> dict[str, Any]:
         return ctx.api.get(f"/api/v1/nodes/{name}")
     except ApiError:
         return {"metadata": {"name": name, "labels": {}, "annotations": {}}}
-
-
-def _condition(obj: dict[str, Any], kind: str) -> str:
-    return next((c.get("status", "") for c in obj.get("status", {}).get("conditions", []) if c["type"] == kind), "")
 
 
 def gather(ctx: Context, namespace: str) -> dict[str, Any]:
